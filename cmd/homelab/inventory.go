@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	subcommands = append(subcommands, newValidateCommand, newSANsCommand)
+}
+
+// loadInventory loads and validates the file, printing warnings to w.
+func loadInventory(path string, w io.Writer) (*inventory.Inventory, error) {
+	inv, warnings, err := inventory.Load(path)
+	printWarnings(w, warnings)
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	return inv, nil
+}
+
+func printWarnings(w io.Writer, warnings []*inventory.Problem) {
+	for _, p := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", p)
+	}
+}
+
+func addFileFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVarP(path, "file", "f", "", "inventory file (YAML)")
+	_ = cmd.MarkFlagRequired("file")
+}
+
+func newValidateCommand() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "validate -f FILE",
+		Short: "Check an inventory; exit 0 when valid (warnings printed), 1 when not",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inv, err := loadInventory(path, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid: %d control-plane, %d worker node(s), endpoint %s (%s layout)\n",
+				path, len(inv.ControlPlanes()), len(inv.Workers()), inv.Endpoint(), inv.Cluster.Endpoint.Layout)
+			return nil
+		},
+	}
+	addFileFlag(cmd, &path)
+	return cmd
+}
+
+func newSANsCommand() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "sans -f FILE",
+		Short: "Print the API server certificate's SANs: IPs, then DNS names",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inv, err := loadInventory(path, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			s := sansOf(inv)
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, "# IP addresses")
+			for _, ip := range s.IPs {
+				fmt.Fprintln(out, ip)
+			}
+			fmt.Fprintln(out, "# DNS names")
+			for _, n := range s.DNSNames {
+				fmt.Fprintln(out, n)
+			}
+			return nil
+		},
+	}
+	addFileFlag(cmd, &path)
+	return cmd
+}

@@ -1,0 +1,111 @@
+// Package tools finds the Kubernetes and etcd binaries that build-kube.sh
+// and build-etcd.sh cache outside the repository, keyed by version.
+package tools
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Versions the project builds and tests with.
+const (
+	KubernetesVersion = "v1.34.4"
+	EtcdVersion       = "v3.6.5"
+)
+
+// CacheDir is where the build scripts put their binaries.
+func CacheDir() string {
+	if d := os.Getenv("HOMELAB_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "homelab")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "homelab")
+}
+
+// Dir returns the cache directory that holds a binary.
+func Dir(name string) string {
+	switch name {
+	case "etcd", "etcdctl":
+		return filepath.Join(CacheDir(), "tools", "etcd-"+EtcdVersion)
+	}
+	return filepath.Join(CacheDir(), "tools", "kubernetes-"+KubernetesVersion)
+}
+
+// Path returns the cached binary, or an error naming the script that builds it.
+func Path(name string) (string, error) {
+	p := filepath.Join(Dir(name), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s %s is not built yet: run %s", name, versionOf(name), Script(name))
+	}
+	return p, nil
+}
+
+// Script is the repository script that builds the binary.
+func Script(name string) string {
+	s := "build-kube.sh"
+	if name == "etcd" || name == "etcdctl" {
+		s = "build-etcd.sh"
+	}
+	return filepath.Join(RepoRoot(), "infra", "tools", s)
+}
+
+// Build runs the script that builds the binary (reusing the cache) and
+// returns the binary's path. Progress goes to stderr.
+func Build(name string) (string, error) {
+	cmd := exec.Command("bash", Script(name))
+	cmd.Stderr = os.Stderr
+	if _, err := cmd.Output(); err != nil {
+		return "", fmt.Errorf("building %s: %w", name, err)
+	}
+	return Path(name)
+}
+
+func versionOf(name string) string {
+	if name == "etcd" || name == "etcdctl" {
+		return EtcdVersion
+	}
+	return KubernetesVersion
+}
+
+// RepoRoot is the repository's root, found from this source file.
+func RepoRoot() string {
+	_, f, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(f)))
+}
+
+// Require returns the binary for a test. Without it the test is skipped
+// with the command that builds it, unless HOMELAB_REQUIRE_TOOLS=1 (CI),
+// where a missing tool fails the test instead of hiding it.
+func Require(t testing.TB, name string) string {
+	t.Helper()
+	if name == "keepalived" || name == "sshd" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			p = filepath.Join("/usr/sbin", name)
+			if _, serr := os.Stat(p); serr != nil {
+				missing(t, fmt.Sprintf("%s is not installed: apt-get install %s", name, map[string]string{"keepalived": "keepalived", "sshd": "openssh-server"}[name]))
+			}
+		}
+		return p
+	}
+	p, err := Path(name)
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return p
+}
+
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}

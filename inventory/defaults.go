@@ -1,0 +1,86 @@
+package inventory
+
+// Defaults for fields users may leave out.
+const (
+	DefaultKubernetesVersion = "v1.34.4"
+	DefaultPort              = 6443
+	DefaultRouterID          = 51
+	DefaultAdvertIntervalMs  = 1000
+	DefaultPodCIDR           = "10.244.0.0/16"
+	DefaultServiceCIDR       = "10.96.0.0/12"
+	DefaultDNSDomain         = "cluster.local"
+	DefaultCRISocket         = "unix:///run/containerd/containerd.sock"
+	DefaultInterface         = "eth0"
+	DefaultKubeProxyMode     = "iptables"
+)
+
+// ApplyDefaults fills what the user left out. It never overrides a value
+// the user set, so validation reports the user's own mistakes.
+func (inv *Inventory) ApplyDefaults() {
+	c := &inv.Cluster
+	setString(&c.Name, "homelab")
+	setString(&c.KubernetesVersion, DefaultKubernetesVersion)
+	if c.Endpoint.Layout == "" {
+		switch {
+		case c.Endpoint.VIP != "":
+			c.Endpoint.Layout = LayoutVIP
+		case c.Endpoint.DNSName != "":
+			c.Endpoint.Layout = LayoutDNS
+		default:
+			c.Endpoint.Layout = LayoutVIP
+		}
+	}
+	if c.Endpoint.Port == 0 {
+		c.Endpoint.Port = DefaultPort
+	}
+	if c.Endpoint.Node == "" {
+		if cps := inv.ControlPlanes(); len(cps) > 0 {
+			c.Endpoint.Node = cps[0].Name
+		}
+	}
+	if c.VRRP.RouterID == 0 {
+		c.VRRP.RouterID = DefaultRouterID
+	}
+	if c.VRRP.AdvertIntervalMs == 0 {
+		c.VRRP.AdvertIntervalMs = DefaultAdvertIntervalMs
+	}
+	setString(&c.Network.PodCIDR, DefaultPodCIDR)
+	setString(&c.Network.ServiceCIDR, DefaultServiceCIDR)
+	setString(&c.Network.DNSDomain, DefaultDNSDomain)
+	if len(c.Network.Nameservers) == 0 && c.Network.Gateway != "" {
+		c.Network.Nameservers = []string{c.Network.Gateway}
+	}
+	setString(&c.KubeProxy.Replacement, ReplacementNone)
+	setString(&c.KubeProxy.Mode, DefaultKubeProxyMode)
+	setString(&c.CRISocket, DefaultCRISocket)
+
+	setString(&inv.SSH.User, "root")
+	if inv.SSH.Port == 0 {
+		inv.SSH.Port = 22
+	}
+	setString(&inv.SSH.PrivateKey, "~/.ssh/id_ed25519")
+	setString(&inv.SSH.KnownHosts, "~/.ssh/known_hosts")
+
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		setString(&n.Interface, DefaultInterface)
+		if n.GPUs != nil && n.GPUs.Count == 0 {
+			n.GPUs.Count = 1
+		}
+	}
+}
+
+// VRRPInterface is the interface keepalived binds on the node: the cluster's
+// VRRP interface when set, else the node's own.
+func (inv *Inventory) VRRPInterface(n Node) string {
+	if inv.Cluster.VRRP.Interface != "" {
+		return inv.Cluster.VRRP.Interface
+	}
+	return n.Interface
+}
+
+func setString(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}

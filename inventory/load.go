@@ -1,0 +1,205 @@
+package inventory
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads, defaults and validates an inventory file. Warnings come back
+// even when the inventory is valid; the error lists every problem at once.
+func Load(path string) (*Inventory, []*Problem, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading inventory: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse is Load for bytes already read.
+func Parse(data []byte) (*Inventory, []*Problem, error) {
+	inv, pos, err := decode(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv.ApplyDefaults()
+	warnings, err := validate(inv, pos)
+	if err != nil {
+		return nil, warnings, err
+	}
+	return inv, warnings, nil
+}
+
+// positions maps field paths to the line they were declared on.
+type positions map[string]int
+
+func (p positions) line(path string) int {
+	if p == nil {
+		return 0
+	}
+	// A problem about a missing field points at its parent's line.
+	for path != "" {
+		if l, ok := p[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// decode parses the YAML strictly: unknown fields and values of the wrong
+// kind are reported with their path and line, all at once, before anything
+// is decoded into the model.
+func decode(data []byte) (*Inventory, positions, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, &Problem{Path: "(file)", Message: "the inventory is empty; start from inventory/homelab.yaml"}
+		}
+		return nil, nil, &Problem{Path: "(file)", Message: fmt.Sprintf("not valid YAML: %v", err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, nil, &Problem{Path: "(file)", Line: extra.Line, Message: "more than one YAML document; keep one inventory per file"}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	ps := &problems{pos: positions{}}
+	check(ps, root, reflect.TypeOf(Inventory{}), "")
+	if err := ps.err(); err != nil {
+		return nil, ps.pos, err
+	}
+	var inv Inventory
+	if err := root.Decode(&inv); err != nil {
+		// check() mirrors the decoder's rules, so this is a bug, not bad input.
+		return nil, ps.pos, &Problem{Path: "(file)", Message: fmt.Sprintf("cannot decode: %v", err)}
+	}
+	return &inv, ps.pos, nil
+}
+
+// check walks the YAML tree against the Go type, recording every field's
+// line and reporting unknown fields and kind mismatches.
+func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
+	if path != "" {
+		ps.pos[path] = n.Line
+	}
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Tag == "!!null" {
+		return
+	}
+	name := path
+	if name == "" {
+		name = "(top level)"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		check(ps, n, t.Elem(), path)
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			ps.errorf(name, "expected a mapping of fields, found %s", describe(n))
+			return
+		}
+		fields := map[string]reflect.Type{}
+		var known []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f.Type
+			known = append(known, tag)
+		}
+		sort.Strings(known)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			child := joinPath(path, k.Value)
+			ft, ok := fields[k.Value]
+			if !ok {
+				ps.pos[child] = k.Line
+				ps.errorf(child, "unknown field %q; known fields here: %s (field names are case-sensitive)", k.Value, strings.Join(known, ", "))
+				continue
+			}
+			if seen[k.Value] {
+				ps.pos[child] = k.Line
+				ps.errorf(child, "field %q is set twice; keep one", k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			check(ps, v, ft, child)
+			ps.pos[child] = k.Line
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			ps.errorf(name, "expected a list, found %s", describe(n))
+			return
+		}
+		for i, c := range n.Content {
+			check(ps, c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			ps.errorf(name, "expected a mapping, found %s", describe(n))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			child := path + "[" + strconv.Quote(k.Value) + "]"
+			ps.pos[child] = k.Line
+			check(ps, v, t.Elem(), child)
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			ps.errorf(name, "expected a single value, found %s", describe(n))
+		}
+	case reflect.Int:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			ps.errorf(name, "expected a whole number, found %s", describe(n))
+			return
+		}
+		if _, err := strconv.ParseInt(n.Value, 0, 32); err != nil {
+			ps.errorf(name, "%s is not a whole number in range", n.Value)
+		}
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			ps.errorf(name, "expected true or false, found %s", describe(n))
+		}
+	}
+}
+
+func joinPath(parent, field string) string {
+	if parent == "" {
+		return field
+	}
+	return parent + "." + field
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}

@@ -1,0 +1,163 @@
+// Package inventory holds the declared homelab: the one file every render,
+// provisioning step and drill derives from, its defaults and its validation.
+package inventory
+
+import (
+	"net"
+	"strconv"
+)
+
+// Layouts of the API endpoint. They decide what kubeadm's
+// controlPlaneEndpoint is, and with it whether losing one node loses access.
+const (
+	LayoutVIP      = "vip"       // a keepalived virtual IP floats between control-plane nodes
+	LayoutSingleIP = "single-ip" // one control-plane node's own address (the seed's incident)
+	LayoutDNS      = "dns"       // a DNS name the user keeps pointed at healthy nodes
+)
+
+// Node roles.
+const (
+	RoleControlPlane = "control-plane"
+	RoleWorker       = "worker"
+)
+
+// kube-proxy replacements and modes.
+const (
+	ReplacementNone   = "none"
+	ReplacementCilium = "cilium"
+)
+
+// Inventory is the declared homelab. Field names are a contract with users'
+// files: rename nothing without a migration.
+type Inventory struct {
+	Cluster Cluster `json:"cluster" yaml:"cluster"`
+	SSH     SSH     `json:"ssh" yaml:"ssh"`
+	Nodes   []Node  `json:"nodes" yaml:"nodes"`
+}
+
+type Cluster struct {
+	Name              string    `json:"name" yaml:"name"`
+	KubernetesVersion string    `json:"kubernetesVersion" yaml:"kubernetesVersion"`
+	Endpoint          Endpoint  `json:"endpoint" yaml:"endpoint"`
+	VRRP              VRRP      `json:"vrrp" yaml:"vrrp"`
+	Network           Network   `json:"network" yaml:"network"`
+	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
+	ExtraSANs         []string  `json:"extraSANs,omitempty" yaml:"extraSANs"`
+	// CRISocket is where kubeadm and the kubelet find the container runtime.
+	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
+}
+
+type Endpoint struct {
+	Layout  string `json:"layout" yaml:"layout"`
+	VIP     string `json:"vip,omitempty" yaml:"vip"`
+	DNSName string `json:"dnsName,omitempty" yaml:"dnsName"`
+	Port    int    `json:"port" yaml:"port"`
+	// Node is the control-plane node whose own address is the endpoint in the
+	// single-ip layout.
+	Node string `json:"node,omitempty" yaml:"node"`
+}
+
+type VRRP struct {
+	RouterID         int    `json:"routerID" yaml:"routerID"`
+	Interface        string `json:"interface,omitempty" yaml:"interface"`
+	AdvertIntervalMs int    `json:"advertIntervalMs" yaml:"advertIntervalMs"`
+}
+
+type Network struct {
+	NodeCIDR    string   `json:"nodeCIDR" yaml:"nodeCIDR"`
+	Gateway     string   `json:"gateway" yaml:"gateway"`
+	Nameservers []string `json:"nameservers,omitempty" yaml:"nameservers"`
+	PodCIDR     string   `json:"podCIDR" yaml:"podCIDR"`
+	ServiceCIDR string   `json:"serviceCIDR" yaml:"serviceCIDR"`
+	DNSDomain   string   `json:"dnsDomain,omitempty" yaml:"dnsDomain"`
+}
+
+type KubeProxy struct {
+	Replacement string `json:"replacement" yaml:"replacement"`
+	Mode        string `json:"mode" yaml:"mode"`
+}
+
+type SSH struct {
+	User       string `json:"user" yaml:"user"`
+	Port       int    `json:"port" yaml:"port"`
+	PrivateKey string `json:"privateKey" yaml:"privateKey"`
+	KnownHosts string `json:"knownHosts" yaml:"knownHosts"`
+}
+
+type Node struct {
+	Name      string            `json:"name" yaml:"name"`
+	Role      string            `json:"role" yaml:"role"`
+	Address   string            `json:"address" yaml:"address"`
+	MAC       string            `json:"mac,omitempty" yaml:"mac"`
+	Interface string            `json:"interface,omitempty" yaml:"interface"`
+	Labels    map[string]string `json:"labels,omitempty" yaml:"labels"`
+	// Taints in kubectl's form: key[=value]:Effect.
+	Taints []string `json:"taints,omitempty" yaml:"taints"`
+	GPUs   *GPUs    `json:"gpus,omitempty" yaml:"gpus"`
+}
+
+type GPUs struct {
+	Vendor string `json:"vendor" yaml:"vendor"`
+	Count  int    `json:"count" yaml:"count"`
+	Model  string `json:"model,omitempty" yaml:"model"`
+}
+
+// ControlPlanes returns the control-plane nodes in declared order; the first
+// is the one kubeadm init runs on.
+func (inv *Inventory) ControlPlanes() []Node {
+	var out []Node
+	for _, n := range inv.Nodes {
+		if n.Role == RoleControlPlane {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Workers returns the worker nodes in declared order.
+func (inv *Inventory) Workers() []Node {
+	var out []Node
+	for _, n := range inv.Nodes {
+		if n.Role == RoleWorker {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Node returns the node of that name.
+func (inv *Inventory) Node(name string) (Node, bool) {
+	for _, n := range inv.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// IsControlPlane reports whether the node runs the control plane.
+func (n Node) IsControlPlane() bool { return n.Role == RoleControlPlane }
+
+// HasGPUs reports whether the node declares at least one GPU.
+func (n Node) HasGPUs() bool { return n.GPUs != nil && n.GPUs.Count > 0 }
+
+// EndpointHost is where clients reach the API in the declared layout: the
+// VIP, the single node's own address, or the DNS name.
+func (inv *Inventory) EndpointHost() string {
+	e := inv.Cluster.Endpoint
+	switch e.Layout {
+	case LayoutDNS:
+		return e.DNSName
+	case LayoutSingleIP:
+		if n, ok := inv.Node(e.Node); ok {
+			return n.Address
+		}
+		return ""
+	}
+	return e.VIP
+}
+
+// Endpoint is EndpointHost:port, kubeadm's controlPlaneEndpoint.
+func (inv *Inventory) Endpoint() string {
+	return net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))
+}

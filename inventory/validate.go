@@ -1,0 +1,385 @@
+package inventory
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// Kubernetes versions whose kubeadm reads the v1beta4 config API we render.
+var (
+	minKubernetes = version.MustParseSemantic("v1.31.0")
+	// kubeadm supports a control plane one minor version ahead of itself at
+	// most; newer minors get a warning, not a refusal.
+	testedKubernetes = version.MustParseSemantic(DefaultKubernetesVersion)
+)
+
+// Validate checks an inventory (after defaults) and returns warnings, and an
+// error listing every problem when it is not fit to render.
+func Validate(inv *Inventory) ([]*Problem, error) { return validate(inv, nil) }
+
+// looksLikeIPv4 catches strings meant as addresses that are not valid ones
+// (10.0.0.999): kubeadm would silently turn them into DNS SANs.
+var looksLikeIPv4 = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,}$`)
+
+func validate(inv *Inventory, pos positions) ([]*Problem, error) {
+	ps := &problems{pos: pos}
+	c := &inv.Cluster
+
+	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+		ps.errorf("cluster.name", "%q is not a valid name (%s); use lower-case letters, digits and '-', e.g. homelab", c.Name, strings.Join(msgs, "; "))
+	}
+	checkKubernetesVersion(ps, c.KubernetesVersion)
+
+	nodeNet := checkCIDR(ps, "cluster.network.nodeCIDR", c.Network.NodeCIDR, true)
+	podNet := checkCIDR(ps, "cluster.network.podCIDR", c.Network.PodCIDR, false)
+	svcNet := checkCIDR(ps, "cluster.network.serviceCIDR", c.Network.ServiceCIDR, false)
+	checkOverlap(ps, "cluster.network.podCIDR", podNet, "cluster.network.serviceCIDR", svcNet)
+	checkOverlap(ps, "cluster.network.podCIDR", podNet, "cluster.network.nodeCIDR", nodeNet)
+	checkOverlap(ps, "cluster.network.serviceCIDR", svcNet, "cluster.network.nodeCIDR", nodeNet)
+	if svcNet.IsValid() && svcNet.Addr().Is4() && svcNet.Bits() < 12 {
+		ps.errorf("cluster.network.serviceCIDR", "%s is larger than kube-apiserver accepts (at most a /12 for IPv4); use e.g. %s", c.Network.ServiceCIDR, DefaultServiceCIDR)
+	}
+	if podNet.IsValid() && podNet.Addr().Is4() {
+		// The controller-manager gives each node a /24 out of the pod range.
+		if podNet.Bits() > 24 {
+			ps.errorf("cluster.network.podCIDR", "%s is smaller than one node's /24 pod range; use a /16 such as %s", c.Network.PodCIDR, DefaultPodCIDR)
+		} else if capacity := 1 << (24 - podNet.Bits()); capacity < len(inv.Nodes) {
+			ps.errorf("cluster.network.podCIDR", "%s holds pod ranges for %d nodes but %d are declared; use a larger range (smaller prefix)", c.Network.PodCIDR, capacity, len(inv.Nodes))
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.Network.DNSDomain); len(msgs) > 0 {
+		ps.errorf("cluster.network.dnsDomain", "%q is not a valid DNS domain; use e.g. %s", c.Network.DNSDomain, DefaultDNSDomain)
+	}
+
+	var gateway netip.Addr
+	if c.Network.Gateway != "" {
+		gateway = checkHostAddr(ps, "cluster.network.gateway", c.Network.Gateway, nodeNet, "cluster.network.nodeCIDR")
+	}
+	for i, ns := range c.Network.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			ps.errorf(fmt.Sprintf("cluster.network.nameservers[%d]", i), "%q is not an IP address; list resolvers by address, e.g. %s", ns, "10.0.0.1")
+		}
+	}
+
+	checkNodes(ps, inv, nodeNet, gateway)
+	checkEndpoint(ps, inv, nodeNet, gateway)
+
+	switch c.KubeProxy.Replacement {
+	case ReplacementNone, ReplacementCilium:
+	default:
+		ps.errorf("cluster.kubeProxy.replacement", "%q is not a kube-proxy replacement; use none (kube-proxy runs) or cilium (Cilium's eBPF replacement)", c.KubeProxy.Replacement)
+	}
+	switch c.KubeProxy.Mode {
+	case "iptables", "ipvs", "nftables":
+	default:
+		ps.errorf("cluster.kubeProxy.mode", "%q is not a kube-proxy mode (kubeadm would accept it and kube-proxy would fail); use iptables, ipvs or nftables", c.KubeProxy.Mode)
+	}
+
+	for i, san := range c.ExtraSANs {
+		checkNameOrIP(ps, fmt.Sprintf("cluster.extraSANs[%d]", i), san)
+	}
+	if !strings.HasPrefix(c.CRISocket, "unix://") && !strings.HasPrefix(c.CRISocket, "/") {
+		ps.errorf("cluster.criSocket", "%q is not a unix socket; use e.g. %s", c.CRISocket, DefaultCRISocket)
+	}
+
+	if inv.SSH.User == "" {
+		ps.errorf("ssh.user", "is empty; set the user the provisioner logs in as, e.g. root")
+	}
+	if inv.SSH.Port < 1 || inv.SSH.Port > 65535 {
+		ps.errorf("ssh.port", "%d is not a TCP port; use 1-65535 (usually 22)", inv.SSH.Port)
+	}
+	return ps.warnings, ps.err()
+}
+
+func checkKubernetesVersion(ps *problems, v string) {
+	const path = "cluster.kubernetesVersion"
+	if !strings.HasPrefix(v, "v") {
+		ps.errorf(path, "%q must look like %s (a leading v, then major.minor.patch)", v, DefaultKubernetesVersion)
+		return
+	}
+	sv, err := version.ParseSemantic(v)
+	if err != nil {
+		ps.errorf(path, "%q is not a version; use e.g. %s", v, DefaultKubernetesVersion)
+		return
+	}
+	if sv.LessThan(minKubernetes) {
+		ps.errorf(path, "%s is older than v1.31, the first release whose kubeadm reads the v1beta4 configs this tool writes; use %s", v, DefaultKubernetesVersion)
+		return
+	}
+	if sv.Major() != 1 || sv.Minor() > testedKubernetes.Minor()+1 {
+		ps.errorf(path, "%s is newer than kubeadm's v1beta4 support this tool knows; use at most v1.%d.x", v, testedKubernetes.Minor()+1)
+		return
+	}
+	if sv.Minor() != testedKubernetes.Minor() {
+		ps.warnf(path, "%s has not been tested with this tool (it is tested with %s)", v, DefaultKubernetesVersion)
+	}
+}
+
+func checkCIDR(ps *problems, path, s string, required bool) netip.Prefix {
+	if s == "" {
+		if required {
+			ps.errorf(path, "is required; set the subnet the nodes live on, e.g. 10.0.0.0/24")
+		}
+		return netip.Prefix{}
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		ps.errorf(path, "%q is not a CIDR; write it as address/prefix, e.g. 10.0.0.0/24", s)
+		return netip.Prefix{}
+	}
+	if p.Masked() != p {
+		ps.errorf(path, "%s has host bits set; did you mean %s?", s, p.Masked())
+		return p.Masked()
+	}
+	if !p.Addr().Is4() {
+		ps.errorf(path, "%s is IPv6; only IPv4 is supported so far", s)
+		return netip.Prefix{}
+	}
+	return p
+}
+
+func checkOverlap(ps *problems, pathA string, a netip.Prefix, pathB string, b netip.Prefix) {
+	if a.IsValid() && b.IsValid() && a.Overlaps(b) {
+		ps.errorf(pathA, "%s overlaps %s %s (kubeadm accepts this, then routing breaks); pick ranges that do not overlap", a, pathB, b)
+	}
+}
+
+// checkHostAddr validates an IPv4 address that must be a usable host of the
+// node subnet.
+func checkHostAddr(ps *problems, path, s string, subnet netip.Prefix, subnetPath string) netip.Addr {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		ps.errorf(path, "%q is not an IP address; write it like 10.0.0.120", s)
+		return netip.Addr{}
+	}
+	if !a.Is4() {
+		ps.errorf(path, "%s is IPv6; only IPv4 is supported so far", s)
+		return netip.Addr{}
+	}
+	if !subnet.IsValid() {
+		return a
+	}
+	if !subnet.Contains(a) {
+		ps.errorf(path, "%s is outside %s %s; use an address inside it or widen the subnet", s, subnetPath, subnet)
+		return a
+	}
+	if a == subnet.Addr() {
+		ps.errorf(path, "%s is the network address of %s; use a host address", s, subnet)
+	} else if a == broadcast(subnet) && subnet.Bits() < 31 {
+		ps.errorf(path, "%s is the broadcast address of %s; use a host address", s, subnet)
+	}
+	return a
+}
+
+func broadcast(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+var taintEffects = map[string]bool{"NoSchedule": true, "PreferNoSchedule": true, "NoExecute": true}
+
+func checkNodes(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway netip.Addr) {
+	if len(inv.Nodes) == 0 {
+		ps.errorf("nodes", "no nodes are declared; list at least one control-plane node")
+		return
+	}
+	names := map[string]int{}
+	addrs := map[netip.Addr]int{}
+	macs := map[string]int{}
+	cps := 0
+	for i, n := range inv.Nodes {
+		p := fmt.Sprintf("nodes[%d]", i)
+		if n.Name == "" {
+			ps.errorf(p+".name", "is required; give the node its hostname, e.g. cp-1")
+		} else if msgs := validation.IsDNS1123Label(n.Name); len(msgs) > 0 {
+			ps.errorf(p+".name", "%q is not a valid hostname (RFC 1123 label: %s); use lower-case letters, digits and '-'", n.Name, strings.Join(msgs, "; "))
+		} else if j, dup := names[n.Name]; dup {
+			ps.errorf(p+".name", "%q is already the name of nodes[%d]; node names must be unique", n.Name, j)
+		} else {
+			names[n.Name] = i
+		}
+		switch n.Role {
+		case RoleControlPlane:
+			cps++
+		case RoleWorker:
+		case "":
+			ps.errorf(p+".role", "is required; use control-plane or worker")
+		default:
+			ps.errorf(p+".role", "%q is not a role; use control-plane or worker", n.Role)
+		}
+		if n.Address == "" {
+			ps.errorf(p+".address", "is required; give the node's static IPv4 address inside cluster.network.nodeCIDR")
+		} else if a := checkHostAddr(ps, p+".address", n.Address, nodeNet, "cluster.network.nodeCIDR"); a.IsValid() {
+			if j, dup := addrs[a]; dup {
+				ps.errorf(p+".address", "%s is already the address of nodes[%d]; addresses must be unique", a, j)
+			} else {
+				addrs[a] = i
+			}
+			if a == gateway {
+				ps.errorf(p+".address", "%s is the gateway's address; give the node its own", a)
+			}
+		}
+		if n.MAC != "" {
+			hw, err := net.ParseMAC(n.MAC)
+			if err != nil || len(hw) != 6 {
+				ps.errorf(p+".mac", "%q is not a MAC address; write six hex pairs like 52:54:00:0a:00:78 (quote it in YAML)", n.MAC)
+			} else if j, dup := macs[hw.String()]; dup {
+				ps.errorf(p+".mac", "%s is already the MAC of nodes[%d]; MACs must be unique", hw, j)
+			} else {
+				macs[hw.String()] = i
+			}
+		}
+		if !validInterfaceName(n.Interface) {
+			ps.errorf(p+".interface", "%q is not a network interface name (1-15 characters, no '/' or spaces), e.g. eth0", n.Interface)
+		}
+		for k, v := range n.Labels {
+			lp := fmt.Sprintf("%s.labels[%q]", p, k)
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				ps.errorf(lp, "%q is not a valid label key (%s)", k, strings.Join(msgs, "; "))
+			}
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				ps.errorf(lp, "%q is not a valid label value (%s)", v, strings.Join(msgs, "; "))
+			}
+		}
+		for j, t := range n.Taints {
+			if _, err := ParseTaint(t); err != nil {
+				ps.errorf(fmt.Sprintf("%s.taints[%d]", p, j), "%v", err)
+			}
+		}
+		if n.GPUs != nil {
+			switch n.GPUs.Vendor {
+			case "nvidia":
+			case "":
+				ps.errorf(p+".gpus.vendor", "is required when gpus is set; use nvidia")
+			default:
+				ps.errorf(p+".gpus.vendor", "%q is not supported; only nvidia GPUs are", n.GPUs.Vendor)
+			}
+			if n.GPUs.Count < 0 {
+				ps.errorf(p+".gpus.count", "%d is negative; give the number of GPUs in the node", n.GPUs.Count)
+			}
+			if n.Role == RoleControlPlane {
+				ps.warnf(p+".gpus", "GPUs on a control-plane node get no GPU role; move GPU work to workers")
+			}
+		}
+	}
+	switch {
+	case cps == 0:
+		ps.errorf("nodes", "no node has role control-plane; declare at least one (three for HA)")
+	case cps%2 == 0:
+		ps.warnf("nodes", "%d control-plane nodes make %d etcd members, whose quorum survives %d failure(s), no more than %d members would; use an odd count", cps, cps, (cps-1)/2, cps-1)
+	}
+}
+
+// ParseTaint reads a taint in kubectl's form key[=value]:Effect.
+func ParseTaint(s string) (Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok || !taintEffects[effect] {
+		return Taint{}, fmt.Errorf("%q is not a taint; write key[=value]:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute", s)
+	}
+	k, v, _ := strings.Cut(kv, "=")
+	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+		return Taint{}, fmt.Errorf("%q has an invalid key (%s)", s, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+		return Taint{}, fmt.Errorf("%q has an invalid value (%s)", s, strings.Join(msgs, "; "))
+	}
+	return Taint{Key: k, Value: v, Effect: effect}, nil
+}
+
+// Taint is a parsed node taint.
+type Taint struct{ Key, Value, Effect string }
+
+func validInterfaceName(s string) bool {
+	return s != "" && len(s) <= 15 && !strings.ContainsAny(s, "/ \t:") && s != "." && s != ".."
+}
+
+func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway netip.Addr) {
+	c := &inv.Cluster
+	e := c.Endpoint
+	if e.Port < 1 || e.Port > 65535 {
+		ps.errorf("cluster.endpoint.port", "%d is not a TCP port; use 1-65535 (usually 6443)", e.Port)
+	}
+	if e.DNSName != "" {
+		if msgs := validation.IsDNS1123Subdomain(e.DNSName); len(msgs) > 0 || looksLikeIPv4.MatchString(e.DNSName) {
+			ps.errorf("cluster.endpoint.dnsName", "%q is not a DNS name; use a name like k8s.home.arpa", e.DNSName)
+		}
+	}
+	switch e.Layout {
+	case LayoutVIP:
+		if e.VIP == "" {
+			ps.errorf("cluster.endpoint.vip", "is required in the vip layout; pick a free address in cluster.network.nodeCIDR for keepalived to float")
+			break
+		}
+		vip := checkHostAddr(ps, "cluster.endpoint.vip", e.VIP, nodeNet, "cluster.network.nodeCIDR")
+		if vip.IsValid() {
+			if vip == gateway {
+				ps.errorf("cluster.endpoint.vip", "%s is the gateway's address; pick a free address", vip)
+			}
+			for i, n := range inv.Nodes {
+				if a, err := netip.ParseAddr(n.Address); err == nil && a == vip {
+					ps.errorf("cluster.endpoint.vip", "%s is nodes[%d]'s (%s) own address; the VIP must be a free address, or it cannot move when that node dies", vip, i, n.Name)
+				}
+			}
+		}
+		if c.VRRP.RouterID < 1 || c.VRRP.RouterID > 255 {
+			ps.errorf("cluster.vrrp.routerID", "%d is not a VRRP router ID; use 1-255, unique on the LAN", c.VRRP.RouterID)
+		}
+		if ms := c.VRRP.AdvertIntervalMs; ms < 10 || ms > 40950 || ms%10 != 0 {
+			ps.errorf("cluster.vrrp.advertIntervalMs", "%d is not a VRRP advert interval; use 10-40950 in steps of 10 (VRRPv3 counts centiseconds), e.g. 1000", ms)
+		}
+		if ms := c.VRRP.AdvertIntervalMs; ms%1000 != 0 && ms >= 10 && ms <= 40950 {
+			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms is not whole seconds, so keepalived must speak VRRPv3, which carries no authentication; any host on the LAN could claim the VIP", ms)
+		}
+		if c.VRRP.Interface != "" && !validInterfaceName(c.VRRP.Interface) {
+			ps.errorf("cluster.vrrp.interface", "%q is not a network interface name, e.g. eth0", c.VRRP.Interface)
+		}
+	case LayoutSingleIP:
+		n, ok := inv.Node(e.Node)
+		switch {
+		case e.Node == "":
+			ps.errorf("cluster.endpoint.node", "is required in the single-ip layout; name the control-plane node whose address is the endpoint")
+		case !ok:
+			ps.errorf("cluster.endpoint.node", "%q is not a declared node; name one of the control-plane nodes", e.Node)
+		case !n.IsControlPlane():
+			ps.errorf("cluster.endpoint.node", "%q is a %s, not a control-plane node; the API only runs on control-plane nodes", e.Node, n.Role)
+		default:
+			ps.warnf("cluster.endpoint.layout", "single-ip: kubectl, every kubelet and every join reach the API only through %s (%s); if that node dies the cluster loses access even while etcd keeps quorum. Use the vip layout for HA access", e.Node, n.Address)
+		}
+	case LayoutDNS:
+		if e.DNSName == "" {
+			ps.errorf("cluster.endpoint.dnsName", "is required in the dns layout; give the name your DNS points at the control-plane nodes")
+		}
+	default:
+		ps.errorf("cluster.endpoint.layout", "%q is not a layout; use vip, single-ip or dns", e.Layout)
+	}
+}
+
+func checkNameOrIP(ps *problems, path, s string) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" {
+			ps.errorf(path, "%q has a zone; certificates cannot carry one", s)
+		}
+		return
+	}
+	if looksLikeIPv4.MatchString(s) {
+		ps.errorf(path, "%q looks like an IP address but is not one (kubeadm would silently make it a DNS name); fix the address", s)
+		return
+	}
+	if strings.Contains(s, ":") {
+		ps.errorf(path, "%q is neither an IP address nor a DNS name", s)
+		return
+	}
+	name := strings.TrimPrefix(s, "*.")
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		ps.errorf(path, "%q is neither an IP address nor a DNS name (%s)", s, strings.Join(msgs, "; "))
+	}
+}

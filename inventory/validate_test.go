@@ -1,0 +1,310 @@
+package inventory
+
+import (
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func baseDoc(t testing.TB) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile("homelab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// at walks a dotted path ("cluster.endpoint", "nodes.2") to a mapping.
+func at(m map[string]any, path string) map[string]any {
+	cur := any(m)
+	for _, p := range strings.Split(path, ".") {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[p]
+		case []any:
+			i := 0
+			for _, ch := range p {
+				i = i*10 + int(ch-'0')
+			}
+			cur = c[i]
+		}
+	}
+	return cur.(map[string]any)
+}
+
+func paths(ps []*Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Path)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestExampleInventoriesAreValid(t *testing.T) {
+	for _, f := range []string{"homelab.yaml", "lab.yaml"} {
+		inv, warnings, err := Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if len(warnings) != 0 {
+			t.Errorf("%s: unexpected warnings %v", f, warnings)
+		}
+		if got := len(inv.ControlPlanes()); got != 3 {
+			t.Errorf("%s: %d control-plane nodes, want 3", f, got)
+		}
+		if got := len(inv.Workers()); got != 4 {
+			t.Errorf("%s: %d workers, want 4", f, got)
+		}
+		for _, w := range inv.Workers() {
+			if !w.HasGPUs() {
+				t.Errorf("%s: %s has no GPU", f, w.Name)
+			}
+		}
+	}
+}
+
+func TestBadInventories(t *testing.T) {
+	type mutate func(m map[string]any)
+	cases := []struct {
+		name   string
+		raw    string // used instead of the mutated base when set
+		mutate mutate
+		want   []string
+	}{
+		{name: "empty file", raw: "", want: []string{"(file)"}},
+		{name: "not yaml", raw: "cluster: [", want: []string{"(file)"}},
+		{name: "two documents", raw: "nodes: []\n---\nnodes: []\n", want: []string{"(file)"}},
+		{name: "unknown top-level field", mutate: func(m map[string]any) { m["node"] = []any{} }, want: []string{"node"}},
+		{name: "unknown endpoint field", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["vipp"] = "10.0.0.100" }, want: []string{"cluster.endpoint.vipp"}},
+		{name: "unknown node field", mutate: func(m map[string]any) { at(m, "nodes.0")["adress"] = "10.0.0.5" }, want: []string{"nodes[0].adress"}},
+		{name: "port not a number", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["port"] = "https" }, want: []string{"cluster.endpoint.port"}},
+		{name: "nodes not a list", mutate: func(m map[string]any) { m["nodes"] = "cp-1" }, want: []string{"nodes"}},
+		{name: "labels not a mapping", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = []any{"a"} }, want: []string{"nodes[3].labels"}},
+		{name: "cluster name", mutate: func(m map[string]any) { at(m, "cluster")["name"] = "Home_Lab" }, want: []string{"cluster.name"}},
+		{name: "version without v", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "1.34.4" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "version too old for v1beta4", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.29.3" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "version too new", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v2.0.0" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "version garbage", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "vlatest" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
+		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},
+		{name: "nodeCIDR host bits", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.5/24" }, want: []string{"cluster.network.nodeCIDR"}},
+		{name: "pod overlaps service", mutate: func(m map[string]any) { at(m, "cluster.network")["podCIDR"] = "10.96.0.0/16" }, want: []string{"cluster.network.podCIDR"}},
+		{name: "pod overlaps nodes", mutate: func(m map[string]any) { at(m, "cluster.network")["podCIDR"] = "10.0.0.0/16" }, want: []string{"cluster.network.podCIDR"}},
+		{name: "service overlaps nodes", mutate: func(m map[string]any) { at(m, "cluster.network")["serviceCIDR"] = "10.0.0.0/16" }, want: []string{"cluster.network.serviceCIDR"}},
+		{name: "service range too large", mutate: func(m map[string]any) { at(m, "cluster.network")["serviceCIDR"] = "172.0.0.0/8" }, want: []string{"cluster.network.serviceCIDR"}},
+		{name: "pod range too small", mutate: func(m map[string]any) { at(m, "cluster.network")["podCIDR"] = "10.244.0.0/25" }, want: []string{"cluster.network.podCIDR"}},
+		{name: "pod range too few nodes", mutate: func(m map[string]any) { at(m, "cluster.network")["podCIDR"] = "10.244.0.0/23" }, want: []string{"cluster.network.podCIDR"}},
+		{name: "dns domain", mutate: func(m map[string]any) { at(m, "cluster.network")["dnsDomain"] = "Cluster Local" }, want: []string{"cluster.network.dnsDomain"}},
+		{name: "gateway outside", mutate: func(m map[string]any) { at(m, "cluster.network")["gateway"] = "192.168.1.1" }, want: []string{"cluster.network.gateway"}},
+		{name: "gateway not an IP", mutate: func(m map[string]any) { at(m, "cluster.network")["gateway"] = "router" }, want: []string{"cluster.network.gateway"}},
+		{name: "nameserver not an IP", mutate: func(m map[string]any) { at(m, "cluster.network")["nameservers"] = []any{"10.0.0.1", "dns.home"} }, want: []string{"cluster.network.nameservers[1]"}},
+		{name: "node name", mutate: func(m map[string]any) { at(m, "nodes.0")["name"] = "CP_1" }, want: []string{"nodes[0].name"}},
+		{name: "node name missing", mutate: func(m map[string]any) { delete(at(m, "nodes.4"), "name") }, want: []string{"nodes[4].name"}},
+		{name: "duplicate name", mutate: func(m map[string]any) { at(m, "nodes.1")["name"] = "cp-1" }, want: []string{"nodes[1].name"}},
+		{name: "bad role", mutate: func(m map[string]any) { at(m, "nodes.0")["role"] = "master" }, want: []string{"nodes[0].role"}},
+		{name: "missing role", mutate: func(m map[string]any) { delete(at(m, "nodes.3"), "role") }, want: []string{"nodes[3].role"}},
+		{name: "address looks like IP", mutate: func(m map[string]any) { at(m, "nodes.2")["address"] = "10.0.0.999" }, want: []string{"nodes[2].address"}},
+		{name: "address missing", mutate: func(m map[string]any) { delete(at(m, "nodes.5"), "address") }, want: []string{"nodes[5].address"}},
+		{name: "address outside subnet", mutate: func(m map[string]any) { at(m, "nodes.2")["address"] = "10.0.1.122" }, want: []string{"nodes[2].address"}},
+		{name: "network address", mutate: func(m map[string]any) { at(m, "nodes.4")["address"] = "10.0.0.0" }, want: []string{"nodes[4].address"}},
+		{name: "broadcast address", mutate: func(m map[string]any) { at(m, "nodes.4")["address"] = "10.0.0.255" }, want: []string{"nodes[4].address"}},
+		{name: "gateway address", mutate: func(m map[string]any) { at(m, "nodes.4")["address"] = "10.0.0.1" }, want: []string{"nodes[4].address"}},
+		{name: "IPv6 address", mutate: func(m map[string]any) { at(m, "nodes.4")["address"] = "fd00::5" }, want: []string{"nodes[4].address"}},
+		{name: "duplicate address", mutate: func(m map[string]any) { at(m, "nodes.6")["address"] = "10.0.0.130" }, want: []string{"nodes[6].address"}},
+		{name: "bad MAC", mutate: func(m map[string]any) { at(m, "nodes.1")["mac"] = "52:54:00:0a:00" }, want: []string{"nodes[1].mac"}},
+		{name: "duplicate MAC", mutate: func(m map[string]any) { at(m, "nodes.2")["mac"] = "52:54:00:0A:00:78" }, want: []string{"nodes[2].mac"}},
+		{name: "interface name too long", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "enp0s31f6-uplink0" }, want: []string{"nodes[0].interface"}},
+		{name: "no control plane", mutate: func(m map[string]any) {
+			for _, i := range []string{"0", "1", "2"} {
+				at(m, "nodes."+i)["role"] = "worker"
+			}
+		}, want: []string{"nodes"}},
+		{name: "no nodes", mutate: func(m map[string]any) { m["nodes"] = []any{} }, want: []string{"nodes"}},
+		{name: "vip missing", mutate: func(m map[string]any) { delete(at(m, "cluster.endpoint"), "vip") }, want: []string{"cluster.endpoint.vip"}},
+		{name: "vip outside subnet", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["vip"] = "10.0.1.100" }, want: []string{"cluster.endpoint.vip"}},
+		{name: "vip is a node", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["vip"] = "10.0.0.120" }, want: []string{"cluster.endpoint.vip"}},
+		{name: "vip is the gateway", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["vip"] = "10.0.0.1" }, want: []string{"cluster.endpoint.vip"}},
+		{name: "router id", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["routerID"] = 300 }, want: []string{"cluster.vrrp.routerID"}},
+		{name: "advert interval", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 5 }, want: []string{"cluster.vrrp.advertIntervalMs"}},
+		{name: "vrrp interface", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth 0" }, want: []string{"cluster.vrrp.interface"}},
+		{name: "single-ip unknown node", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "single-ip"
+			at(m, "cluster.endpoint")["node"] = "cp-9"
+		}, want: []string{"cluster.endpoint.node"}},
+		{name: "single-ip worker", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "single-ip"
+			at(m, "cluster.endpoint")["node"] = "gpu-1"
+		}, want: []string{"cluster.endpoint.node"}},
+		{name: "dns without name", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "dns" }, want: []string{"cluster.endpoint.dnsName"}},
+		{name: "dns name invalid", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["dnsName"] = "k8s_api.home!" }, want: []string{"cluster.endpoint.dnsName"}},
+		{name: "dns name is an IP-ish", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "dns"
+			at(m, "cluster.endpoint")["dnsName"] = "10.0.0.300"
+		}, want: []string{"cluster.endpoint.dnsName"}},
+		{name: "layout", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "ha" }, want: []string{"cluster.endpoint.layout"}},
+		{name: "port range", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["port"] = 70000 }, want: []string{"cluster.endpoint.port"}},
+		{name: "kube-proxy mode", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["mode"] = "bogus" }, want: []string{"cluster.kubeProxy.mode"}},
+		{name: "kube-proxy replacement", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["replacement"] = "calico" }, want: []string{"cluster.kubeProxy.replacement"}},
+		{name: "extra SAN bad IP", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"10.0.0.999"} }, want: []string{"cluster.extraSANs[0]"}},
+		{name: "extra SAN bad name", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"k8s.home", "not a name"} }, want: []string{"cluster.extraSANs[1]"}},
+		{name: "cri socket", mutate: func(m map[string]any) { at(m, "cluster")["criSocket"] = "tcp://10.0.0.1:1234" }, want: []string{"cluster.criSocket"}},
+		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},
+		{name: "label value", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"tier": "a b"} }, want: []string{`nodes[3].labels["tier"]`}},
+		{name: "taint", mutate: func(m map[string]any) { at(m, "nodes.3")["taints"] = []any{"dedicated=gpu"} }, want: []string{"nodes[3].taints[0]"}},
+		{name: "gpu vendor", mutate: func(m map[string]any) { at(m, "nodes.3.gpus")["vendor"] = "amd" }, want: []string{"nodes[3].gpus.vendor"}},
+		{name: "gpu count", mutate: func(m map[string]any) { at(m, "nodes.3.gpus")["count"] = -1 }, want: []string{"nodes[3].gpus.count"}},
+		{name: "ssh port", mutate: func(m map[string]any) { at(m, "ssh")["port"] = 99999 }, want: []string{"ssh.port"}},
+		{name: "every problem at once", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["vip"] = "10.0.0.999"
+			at(m, "cluster.network")["podCIDR"] = "10.96.0.0/16"
+			at(m, "nodes.2")["address"] = "10.0.1.5"
+			at(m, "cluster")["extraSANs"] = []any{"1.2.3.4.5"}
+		}, want: []string{"cluster.endpoint.vip", "cluster.extraSANs[0]", "cluster.network.podCIDR", "nodes[2].address"}},
+	}
+	if len(cases) < 40 {
+		t.Fatalf("only %d bad inventories", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.raw)
+			if tc.mutate != nil {
+				m := baseDoc(t)
+				tc.mutate(m)
+				var err error
+				if data, err = yaml.Marshal(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			inv, _, err := Parse(data)
+			if err == nil {
+				t.Fatalf("accepted:\n%s", data)
+			}
+			if inv != nil {
+				t.Error("returned an inventory along with the error")
+			}
+			got := paths(Problems(err))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reported %q, want %q\n%v", got, tc.want, err)
+			}
+			// One problem per line, each starting with its field path.
+			lines := strings.Split(err.Error(), "\n")
+			for _, p := range Problems(err) {
+				if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, p.Path) }) {
+					t.Errorf("no line starts with %q:\n%v", p.Path, err)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownFieldNamesItsLine(t *testing.T) {
+	data, _ := os.ReadFile("homelab.yaml")
+	bad := strings.Replace(string(data), "    port: 6443", "    port: 6443\n    prot: 6443", 1)
+	_, _, err := Parse([]byte(bad))
+	ps := Problems(err)
+	if len(ps) != 1 || ps[0].Path != "cluster.endpoint.prot" {
+		t.Fatalf("got %v", err)
+	}
+	want := strings.Count(bad[:strings.Index(bad, "prot:")], "\n") + 1
+	if ps[0].Line != want {
+		t.Errorf("line %d, want %d", ps[0].Line, want)
+	}
+}
+
+func TestProblemsCarryLines(t *testing.T) {
+	data, _ := os.ReadFile("homelab.yaml")
+	bad := strings.Replace(string(data), "address: 10.0.0.131", "address: 10.0.0.999", 1)
+	_, _, err := Parse([]byte(bad))
+	ps := Problems(err)
+	if len(ps) != 1 || ps[0].Path != "nodes[4].address" || ps[0].Line == 0 {
+		t.Fatalf("got %+v", ps)
+	}
+	if !strings.Contains(bad, "\n") || strings.Split(bad, "\n")[ps[0].Line-1] == "" {
+		t.Errorf("line %d is not the address line", ps[0].Line)
+	}
+	if !strings.Contains(strings.Split(bad, "\n")[ps[0].Line-1], "10.0.0.999") {
+		t.Errorf("line %d is %q", ps[0].Line, strings.Split(bad, "\n")[ps[0].Line-1])
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(m map[string]any)
+		want   []string
+	}{
+		{"even control planes", func(m map[string]any) { at(m, "nodes.2")["role"] = "worker" }, []string{"nodes"}},
+		{"single-ip depends on one node", func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "single-ip" }, []string{"cluster.endpoint.layout"}},
+		{"untested version", func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.33.2" }, []string{"cluster.kubernetesVersion"}},
+		{"gpu on control plane", func(m map[string]any) { at(m, "nodes.0")["gpus"] = map[string]any{"vendor": "nvidia"} }, []string{"nodes[0].gpus"}},
+		{"vrrpv3 has no authentication", func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 500 }, []string{"cluster.vrrp.advertIntervalMs"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := baseDoc(t)
+			tc.mutate(m)
+			data, _ := yaml.Marshal(m)
+			_, warnings, err := Parse(data)
+			if err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			if got := paths(warnings); !slices.Equal(got, tc.want) {
+				t.Errorf("warned %q, want %q: %v", got, tc.want, warnings)
+			}
+		})
+	}
+}
+
+func TestEvenControlPlaneWarningSaysWhatQuorumSurvives(t *testing.T) {
+	for _, tc := range []struct {
+		cps  int
+		want string
+	}{{2, "survives 0 failure"}, {4, "survives 1 failure"}} {
+		m := baseDoc(t)
+		nodes := m["nodes"].([]any)
+		for i := range nodes {
+			role := "worker"
+			if i < tc.cps {
+				role = "control-plane"
+			}
+			nodes[i].(map[string]any)["role"] = role
+		}
+		data, _ := yaml.Marshal(m)
+		_, warnings, err := Parse(data)
+		i := slices.IndexFunc(warnings, func(p *Problem) bool { return p.Path == "nodes" })
+		if err != nil || i < 0 || !strings.Contains(warnings[i].Message, tc.want) {
+			t.Errorf("%d control planes: %v %v", tc.cps, warnings, err)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	inv, _, err := Parse([]byte(`
+cluster:
+  endpoint: {vip: 10.0.0.100}
+  network: {nodeCIDR: 10.0.0.0/24, gateway: 10.0.0.1}
+nodes:
+  - {name: cp-1, role: control-plane, address: 10.0.0.120}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := inv.Cluster
+	if c.Endpoint.Layout != LayoutVIP || c.Endpoint.Port != 6443 || c.Endpoint.Node != "cp-1" ||
+		c.KubernetesVersion != DefaultKubernetesVersion || c.Network.PodCIDR != DefaultPodCIDR ||
+		c.KubeProxy.Replacement != ReplacementNone || c.KubeProxy.Mode != "iptables" ||
+		inv.SSH.User != "root" || inv.SSH.Port != 22 || inv.Nodes[0].Interface != "eth0" ||
+		len(c.Network.Nameservers) != 1 || inv.Endpoint() != "10.0.0.100:6443" {
+		t.Errorf("defaults not applied: %+v %+v", c, inv.SSH)
+	}
+}

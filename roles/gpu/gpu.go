@@ -1,0 +1,74 @@
+// Package gpu renders what a GPU worker gets beyond a plain worker: the
+// NVIDIA runtime for containerd and the cluster's RuntimeClass. Labels and
+// taints come from the kubeadm renderer (registration) and the provisioner.
+package gpu
+
+import (
+	"github.com/homelab-dev/homelab/inventory"
+	"sigs.k8s.io/yaml"
+)
+
+// ContainerdDropInPath is where nvidia-ctk puts its drop-in: containerd 2
+// imports /etc/containerd/conf.d/*.toml, so re-applying the main config
+// never wipes the GPU runtime (Kubespray #12277).
+const ContainerdDropInPath = "/etc/containerd/conf.d/99-nvidia.toml"
+
+// RuntimeClassPath is where the RuntimeClass lands in a render (cluster-wide).
+const RuntimeClassPath = "runtimeclass-nvidia.yaml"
+
+// RuntimeClassName is what GPU pods set in runtimeClassName.
+const RuntimeClassName = "nvidia"
+
+const containerdDropIn = `# Rendered by homelab: the NVIDIA container runtime for GPU pods
+# (runtimeClassName: nvidia). Needs the nvidia-container-toolkit package.
+version = 3
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia.options]
+  BinaryName = "/usr/bin/nvidia-container-runtime"
+  SystemdCgroup = true
+`
+
+// ContainerdDropIn returns the drop-in for an NVIDIA GPU node.
+func ContainerdDropIn(node inventory.Node) ([]byte, bool) {
+	if !node.HasGPUs() || node.GPUs.Vendor != "nvidia" {
+		return nil, false
+	}
+	return []byte(containerdDropIn), true
+}
+
+type runtimeClass struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   map[string]string `json:"metadata"`
+	Handler    string            `json:"handler"`
+	Scheduling scheduling        `json:"scheduling"`
+}
+
+type scheduling struct {
+	NodeSelector map[string]string `json:"nodeSelector"`
+	Tolerations  []toleration      `json:"tolerations"`
+}
+
+type toleration struct {
+	Key      string `json:"key"`
+	Operator string `json:"operator"`
+	Effect   string `json:"effect"`
+}
+
+// RuntimeClass renders the nvidia RuntimeClass: pods that ask for it land on
+// GPU nodes and tolerate their taint without repeating either.
+func RuntimeClass(gpuLabel, gpuTaintKey string) ([]byte, error) {
+	return yaml.Marshal(runtimeClass{
+		APIVersion: "node.k8s.io/v1",
+		Kind:       "RuntimeClass",
+		Metadata:   map[string]string{"name": RuntimeClassName},
+		Handler:    RuntimeClassName,
+		Scheduling: scheduling{
+			NodeSelector: map[string]string{gpuLabel: "true"},
+			Tolerations:  []toleration{{Key: gpuTaintKey, Operator: "Exists", Effect: "NoSchedule"}},
+		},
+	})
+}

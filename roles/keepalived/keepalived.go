@@ -1,0 +1,113 @@
+// Package keepalived renders the VRRP configuration that floats the API's
+// virtual IP between control-plane nodes, and the health check that moves it
+// away from a node whose apiserver is down.
+package keepalived
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"text/template"
+
+	"github.com/homelab-dev/homelab/inventory"
+)
+
+// Paths on the node.
+const (
+	ConfigPath      = "/etc/keepalived/keepalived.conf"
+	CheckScriptPath = "/etc/keepalived/check_apiserver.sh"
+)
+
+// Priorities: the first control-plane node is preferred; a failing health
+// check subtracts more than the whole priority spread, so any node with a
+// healthy apiserver outranks any node without one. Before `kubeadm init`
+// every check fails and the VIP still lands somewhere (weight, not fault),
+// so kubeadm can reach the endpoint while it bootstraps.
+const (
+	topPriority  = 150
+	priorityStep = 10
+	checkWeight  = -(topPriority - 1)
+)
+
+//go:embed keepalived.conf.tmpl
+var confText string
+
+//go:embed check_apiserver.sh.tmpl
+var checkText string
+
+var (
+	confTmpl  = template.Must(template.New("keepalived.conf").Parse(confText))
+	checkTmpl = template.Must(template.New("check_apiserver.sh").Parse(checkText))
+)
+
+type confData struct {
+	Node, Interface, SourceIP, VIP string
+	Peers                          []string
+	RouterID, Priority, Weight     int
+	AdvertInt                      string
+	VRRPVersion                    int
+	AuthPass                       string
+	CheckScript                    string
+}
+
+// Config renders keepalived.conf for one control-plane node.
+func Config(inv *inventory.Inventory, node inventory.Node, vrrpPassword string) ([]byte, error) {
+	cps := inv.ControlPlanes()
+	idx := -1
+	var peers []string
+	for i, n := range cps {
+		if n.Name == node.Name {
+			idx = i
+			continue
+		}
+		peers = append(peers, n.Address)
+	}
+	if idx < 0 {
+		return nil, fmt.Errorf("keepalived: %s is not a control-plane node", node.Name)
+	}
+	prefix, err := netip.ParsePrefix(inv.Cluster.Network.NodeCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("keepalived: %w", err)
+	}
+	priority := topPriority - idx*priorityStep
+	if priority < 1 {
+		priority = 1
+	}
+	ms := inv.Cluster.VRRP.AdvertIntervalMs
+	d := confData{
+		Node:        node.Name,
+		Interface:   inv.VRRPInterface(node),
+		SourceIP:    node.Address,
+		VIP:         fmt.Sprintf("%s/%d", inv.Cluster.Endpoint.VIP, prefix.Bits()),
+		Peers:       peers,
+		RouterID:    inv.Cluster.VRRP.RouterID,
+		Priority:    priority,
+		Weight:      checkWeight,
+		AdvertInt:   strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64),
+		VRRPVersion: 2,
+		AuthPass:    vrrpPassword,
+		CheckScript: CheckScriptPath,
+	}
+	// VRRPv2 counts whole seconds; faster adverts need VRRPv3, which has
+	// no authentication (inventory validation warns about it).
+	if ms%1000 != 0 {
+		d.VRRPVersion = 3
+		d.AuthPass = ""
+	}
+	return execute(confTmpl, d)
+}
+
+// CheckScript renders the health check keepalived runs every interval.
+func CheckScript(inv *inventory.Inventory) ([]byte, error) {
+	return execute(checkTmpl, struct{ Port int }{inv.Cluster.Endpoint.Port})
+}
+
+func execute(t *template.Template, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", t.Name(), err)
+	}
+	return buf.Bytes(), nil
+}

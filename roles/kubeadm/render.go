@@ -1,0 +1,257 @@
+// Package kubeadm renders kubeadm's configuration for each node: typed
+// structs marshalled with sigs.k8s.io/yaml, so a field typo is a compile
+// error and the output is stable byte for byte.
+package kubeadm
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/sans"
+	"sigs.k8s.io/yaml"
+)
+
+// Paths on the node.
+const (
+	InitConfigPath    = "/etc/kubernetes/kubeadm/init.yaml"
+	JoinConfigPath    = "/etc/kubernetes/kubeadm/join.yaml"
+	EncryptionDir     = "/etc/kubernetes/encryption"
+	EncryptionConfig  = EncryptionDir + "/config.yaml"
+	kubeProxyPhase    = "addon/kube-proxy"
+	controlPlaneTaint = "node-role.kubernetes.io/control-plane"
+	bootstrapTokenTTL = "24h0m0s"
+)
+
+// Secrets are the bundle values kubeadm's configs embed.
+type Secrets struct {
+	BootstrapToken string
+	CACertHash     string
+}
+
+// Init renders the first control-plane node's config: InitConfiguration,
+// ClusterConfiguration, KubeletConfiguration and, while kube-proxy runs,
+// KubeProxyConfiguration.
+func Init(inv *inventory.Inventory, node inventory.Node, s Secrets, apiSANs, etcdSANs sans.Set) ([]byte, error) {
+	init := InitConfiguration{
+		TypeMeta: TypeMeta{kubeadmAPIVersion, "InitConfiguration"},
+		BootstrapTokens: []BootstrapToken{{
+			Token:       s.BootstrapToken,
+			Description: "homelab: joins of nodes declared in the inventory",
+			TTL:         bootstrapTokenTTL,
+			Usages:      []string{"signing", "authentication"},
+			Groups:      []string{"system:bootstrappers:kubeadm:default-node-token"},
+		}},
+		NodeRegistration: registration(inv, node),
+		LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: node.Address, BindPort: int32(inv.Cluster.Endpoint.Port)},
+	}
+	if inv.Cluster.KubeProxy.Replacement == inventory.ReplacementCilium {
+		init.SkipPhases = []string{kubeProxyPhase}
+	}
+	docs := []any{init, Cluster(inv, apiSANs, etcdSANs), kubelet(inv)}
+	if inv.Cluster.KubeProxy.Replacement == inventory.ReplacementNone {
+		docs = append(docs, KubeProxy(inv))
+	}
+	return marshalDocs(docs...)
+}
+
+// Join renders a joining node's JoinConfiguration; control-plane nodes join
+// as control-plane members. The CA is pinned by hash, never skipped.
+func Join(inv *inventory.Inventory, node inventory.Node, s Secrets) ([]byte, error) {
+	join := JoinConfiguration{
+		TypeMeta:         TypeMeta{kubeadmAPIVersion, "JoinConfiguration"},
+		NodeRegistration: registration(inv, node),
+		CACertPath:       "/etc/kubernetes/pki/ca.crt",
+		Discovery: Discovery{
+			BootstrapToken: &BootstrapTokenDiscovery{
+				Token:             s.BootstrapToken,
+				APIServerEndpoint: inv.Endpoint(),
+				CACertHashes:      []string{s.CACertHash},
+			},
+			TLSBootstrapToken: s.BootstrapToken,
+		},
+	}
+	if node.IsControlPlane() {
+		join.ControlPlane = &JoinControlPlane{
+			LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: node.Address, BindPort: int32(inv.Cluster.Endpoint.Port)},
+		}
+	}
+	return marshalDocs(join)
+}
+
+// Cluster renders the ClusterConfiguration shared by every control-plane
+// node (kubeadm stores it in the kubeadm-config ConfigMap at init).
+func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfiguration {
+	c := inv.Cluster
+	loopback := []Arg{{Name: "bind-address", Value: "127.0.0.1"}}
+	return ClusterConfiguration{
+		TypeMeta:             TypeMeta{kubeadmAPIVersion, "ClusterConfiguration"},
+		ClusterName:          c.Name,
+		KubernetesVersion:    c.KubernetesVersion,
+		ControlPlaneEndpoint: inv.Endpoint(),
+		CertificatesDir:      "/etc/kubernetes/pki",
+		Networking: Networking{
+			ServiceSubnet: c.Network.ServiceCIDR,
+			PodSubnet:     c.Network.PodCIDR,
+			DNSDomain:     c.Network.DNSDomain,
+		},
+		Etcd: Etcd{Local: &LocalEtcd{
+			DataDir:        "/var/lib/etcd",
+			ServerCertSANs: etcdSANs.Strings(),
+			PeerCertSANs:   etcdSANs.Strings(),
+		}},
+		APIServer: APIServer{
+			ControlPlaneComp: ControlPlaneComp{
+				ExtraArgs: []Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}},
+				ExtraVolumes: []HostPathMnt{{
+					Name: "encryption-config", HostPath: EncryptionDir, MountPath: EncryptionDir,
+					ReadOnly: true, PathType: "DirectoryOrCreate",
+				}},
+			},
+			CertSANs: apiSANs.Strings(),
+		},
+		// Metrics and health endpoints stay on loopback: nothing off the
+		// node needs them, and the VIP must never reach them.
+		ControllerManager: ControlPlaneComp{ExtraArgs: loopback},
+		Scheduler:         ControlPlaneComp{ExtraArgs: loopback},
+	}
+}
+
+// KubeProxy renders kube-proxy's configuration (only while kube-proxy runs).
+func KubeProxy(inv *inventory.Inventory) KubeProxyConfiguration {
+	return KubeProxyConfiguration{
+		TypeMeta:    TypeMeta{kubeProxyAPIVersion, "KubeProxyConfiguration"},
+		Mode:        inv.Cluster.KubeProxy.Mode,
+		ClusterCIDR: inv.Cluster.Network.PodCIDR,
+	}
+}
+
+func kubelet(inv *inventory.Inventory) KubeletConfiguration {
+	return KubeletConfiguration{
+		TypeMeta:           TypeMeta{kubeletAPIVersion, "KubeletConfiguration"},
+		CgroupDriver:       "systemd",
+		ClusterDomain:      inv.Cluster.Network.DNSDomain,
+		ClusterDNS:         []string{clusterDNS(inv.Cluster.Network.ServiceCIDR)},
+		RotateCertificates: true,
+	}
+}
+
+// clusterDNS is the tenth service address, where kubeadm puts CoreDNS.
+func clusterDNS(serviceCIDR string) string {
+	p, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil {
+		return ""
+	}
+	a := p.Masked().Addr()
+	for range 10 {
+		a = a.Next()
+	}
+	return a.String()
+}
+
+// registration pins the node's name and its own address as the kubelet's
+// node IP, so a VIP held by the node never becomes its InternalIP.
+func registration(inv *inventory.Inventory, node inventory.Node) NodeRegistration {
+	args := []Arg{{Name: "node-ip", Value: node.Address}}
+	if labels := KubeletLabels(node); len(labels) > 0 {
+		args = append(args, Arg{Name: "node-labels", Value: strings.Join(labels, ",")})
+	}
+	return NodeRegistration{
+		Name:             node.Name,
+		CRISocket:        inv.Cluster.CRISocket,
+		Taints:           Taints(node),
+		KubeletExtraArgs: args,
+		ImagePullPolicy:  "IfNotPresent",
+	}
+}
+
+// GPU role defaults.
+const (
+	GPUPresentLabel = "nvidia.com/gpu.present"
+	GPUTaintKey     = "nvidia.com/gpu"
+)
+
+// Labels returns every label the node should carry, sorted: the
+// inventory's plus the GPU label for GPU nodes.
+func Labels(node inventory.Node) map[string]string {
+	out := map[string]string{}
+	if node.HasGPUs() {
+		out[GPUPresentLabel] = "true"
+	}
+	for k, v := range node.Labels {
+		out[k] = v
+	}
+	return out
+}
+
+// KubeletLabels are the labels the kubelet may set itself at registration
+// (k=v, sorted). The NodeRestriction admission plugin forbids kubelets to
+// set most kubernetes.io and k8s.io labels; those are applied through the
+// API by the provisioner instead.
+func KubeletLabels(node inventory.Node) []string {
+	var out []string
+	for k, v := range Labels(node) {
+		if restrictedLabel(k) {
+			continue
+		}
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func restrictedLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, ns := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+			return !strings.HasPrefix(prefix, "kubelet.") && !strings.HasPrefix(prefix, "node.")
+		}
+	}
+	return false
+}
+
+// Taints returns the node's taints: the control-plane taint on control-plane
+// nodes (kubeadm's default, kept explicit since setting any taint replaces
+// the default), the GPU taint on GPU workers unless the inventory sets its
+// own taint of that key, then the inventory's.
+func Taints(node inventory.Node) []Taint {
+	out := []Taint{}
+	declared := map[string]bool{}
+	var own []Taint
+	for _, s := range node.Taints {
+		t, err := inventory.ParseTaint(s)
+		if err != nil {
+			continue // validation reported it
+		}
+		declared[t.Key] = true
+		own = append(own, Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	if node.IsControlPlane() && !declared[controlPlaneTaint] {
+		out = append(out, Taint{Key: controlPlaneTaint, Effect: "NoSchedule"})
+	}
+	if node.HasGPUs() && !node.IsControlPlane() && !declared[GPUTaintKey] {
+		out = append(out, Taint{Key: GPUTaintKey, Value: "present", Effect: "NoSchedule"})
+	}
+	return append(out, own...)
+}
+
+func marshalDocs(docs ...any) ([]byte, error) {
+	var buf bytes.Buffer
+	for i, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("marshalling %T: %w", d, err)
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,215 @@
+package roles
+
+// The real programs are the oracles: kubeadm must accept every kubeadm file
+// we render and sign the API certificate for every address we declare;
+// keepalived must accept every keepalived.conf.
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+func TestKubeadmValidatesEveryConfig(t *testing.T) {
+	kubeadmBin := tools.Require(t, "kubeadm")
+	b := testBundle(t)
+	for _, layout := range layouts {
+		r, err := Render(layoutInventory(t, layout), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		for _, nf := range r.Nodes {
+			for _, f := range nf.Files {
+				if f.Path != kubeadm.InitConfigPath && f.Path != kubeadm.JoinConfigPath {
+					continue
+				}
+				p := filepath.Join(dir, nf.Node.Name+".yaml")
+				if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Command(kubeadmBin, "config", "validate", "--config", p).CombinedOutput()
+				if err != nil {
+					t.Errorf("%s layout, %s %s: kubeadm config validate: %v\n%s", layout, nf.Node.Name, f.Path, err, out)
+				}
+			}
+		}
+	}
+}
+
+// TestKubeadmSignsEveryDeclaredAddress runs `kubeadm init phase certs all`
+// from the rendered init config and our CAs, then reads the apiserver
+// certificate kubeadm wrote: every address must be an IP SAN (kubeadm turns
+// a malformed IP into a DNS SAN silently), every name a DNS SAN, and the
+// certificate must chain to the bundle's CA.
+func TestKubeadmSignsEveryDeclaredAddress(t *testing.T) {
+	kubeadmBin := tools.Require(t, "kubeadm")
+	b := testBundle(t)
+	for _, layout := range layouts {
+		t.Run(layout, func(t *testing.T) {
+			inv := layoutInventory(t, layout)
+			inv.Cluster.ExtraSANs = []string{"192.168.50.10", "api.example.org"}
+			r, err := Render(inv, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			certDir := filepath.Join(dir, "pki")
+			var initCfg []byte
+			for _, f := range r.Nodes[0].Files {
+				switch {
+				case f.Path == kubeadm.InitConfigPath:
+					initCfg = f.Content
+				case strings.HasPrefix(f.Path, pki.CertificatesDir+"/"):
+					dst := filepath.Join(certDir, strings.TrimPrefix(f.Path, pki.CertificatesDir+"/"))
+					if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(dst, f.Content, f.Mode); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// --cert-dir cannot be combined with --config.
+			cfg := strings.Replace(string(initCfg), "certificatesDir: "+pki.CertificatesDir, "certificatesDir: "+certDir, 1)
+			cfgPath := filepath.Join(dir, "init.yaml")
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(kubeadmBin, "init", "phase", "certs", "all", "--config", cfgPath).CombinedOutput(); err != nil {
+				t.Fatalf("kubeadm init phase certs all: %v\n%s", err, out)
+			}
+			cert := readCert(t, filepath.Join(certDir, "apiserver.crt"))
+			roots := x509.NewCertPool()
+			roots.AddCert(readCert(t, filepath.Join(certDir, "ca.crt")))
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots}); err != nil {
+				t.Errorf("apiserver.crt does not chain to the bundle's CA: %v", err)
+			}
+			ips := map[string]bool{}
+			for _, ip := range cert.IPAddresses {
+				ips[ip.String()] = true
+			}
+			wantIPs := []string{inv.Cluster.Endpoint.VIP, "192.168.50.10", "127.0.0.1", "10.96.0.1"}
+			wantNames := []string{"api.example.org", "localhost", "kubernetes.default.svc.cluster.local"}
+			for _, n := range inv.ControlPlanes() {
+				wantIPs = append(wantIPs, n.Address)
+				wantNames = append(wantNames, n.Name)
+			}
+			if layout == inventory.LayoutDNS {
+				wantNames = append(wantNames, inv.Cluster.Endpoint.DNSName)
+			}
+			for _, ip := range wantIPs {
+				if !ips[ip] {
+					t.Errorf("%s is not an IP SAN of apiserver.crt (IPs %v)", ip, cert.IPAddresses)
+				}
+				if slices.Contains(cert.DNSNames, ip) {
+					t.Errorf("%s became a DNS SAN", ip)
+				}
+			}
+			for _, n := range wantNames {
+				if !slices.Contains(cert.DNSNames, n) {
+					t.Errorf("%s is not a DNS SAN of apiserver.crt (%v)", n, cert.DNSNames)
+				}
+			}
+			for _, d := range cert.DNSNames {
+				if net.ParseIP(d) != nil {
+					t.Errorf("DNS SAN %s is an address", d)
+				}
+			}
+			// Only the declared SANs: no worker address slipped in.
+			for _, w := range inv.Workers() {
+				if ips[w.Address] {
+					t.Errorf("worker %s's address is a SAN", w.Name)
+				}
+			}
+		})
+	}
+}
+
+func readCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("%s: not PEM", path)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestKeepalivedAcceptsEveryConfig(t *testing.T) {
+	keepalivedBin := tools.Require(t, "keepalived")
+	if os.Geteuid() != 0 {
+		t.Skip("keepalived -t checks script security as root; run as root")
+	}
+	b := testBundle(t)
+	for _, ms := range []int{1000, 500} {
+		inv := layoutInventory(t, inventory.LayoutVIP)
+		inv.Cluster.VRRP.AdvertIntervalMs = ms
+		r, err := Render(inv, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// keepalived refuses scripts under world-writable directories
+		// such as /tmp, so the check script lives under the cache dir.
+		if err := os.MkdirAll(tools.CacheDir(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp(tools.CacheDir(), "keepalived-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, nf := range r.Nodes {
+			var conf, script []byte
+			for _, f := range nf.Files {
+				switch filepath.Base(f.Path) {
+				case "keepalived.conf":
+					conf = f.Content
+				case "check_apiserver.sh":
+					script = f.Content
+				}
+			}
+			if !nf.Node.IsControlPlane() {
+				if conf != nil {
+					t.Errorf("worker %s got keepalived.conf", nf.Node.Name)
+				}
+				continue
+			}
+			scriptPath := filepath.Join(dir, nf.Node.Name+"-check.sh")
+			confPath := filepath.Join(dir, nf.Node.Name+".conf")
+			os.WriteFile(scriptPath, script, 0o755)
+			os.WriteFile(confPath, []byte(strings.ReplaceAll(string(conf), "/etc/keepalived/check_apiserver.sh", scriptPath)), 0o600)
+			out, err := exec.Command(keepalivedBin, "-t", "-l", "-f", confPath).CombinedOutput()
+			if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+				t.Errorf("advert %d ms, %s: keepalived -t: %v\n%s\n%s", ms, nf.Node.Name, err, out, conf)
+			}
+			// One peer per line: `unicast_peer { a b }` split the brain.
+			for _, peer := range inv.ControlPlanes() {
+				if peer.Name != nf.Node.Name && !strings.Contains(string(conf), "\n        "+peer.Address+"\n") {
+					t.Errorf("%s: peer %s not on a line of its own", nf.Node.Name, peer.Address)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,166 @@
+// Package roles turns a valid inventory and the secrets bundle into every
+// file each node gets, at the path where it lands. Each kind of file has its
+// own package (kubeadm, keepalived, netplan, ...); this one decides which
+// node gets which. Nothing here does I/O, so the same inputs always give
+// the same bytes.
+package roles
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/base"
+	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/netplan"
+	"github.com/homelab-dev/homelab/roles/pki"
+	"github.com/homelab-dev/homelab/roles/sans"
+)
+
+// Rendered is every file of every node, plus cluster-wide artifacts that
+// are applied through the API rather than placed on a node.
+type Rendered struct {
+	Nodes   []NodeFiles
+	Cluster []file.File
+	// APIServerSANs is the SAN set the API certificate must carry.
+	APIServerSANs sans.Set
+}
+
+// NodeFiles is one node's files, sorted by path.
+type NodeFiles struct {
+	Node  inventory.Node
+	Files []file.File
+}
+
+// Render renders every node. The inventory must have passed validation.
+func Render(inv *inventory.Inventory, b *pki.Bundle) (*Rendered, error) {
+	shared, err := newShared(inv, b)
+	if err != nil {
+		return nil, err
+	}
+	out := &Rendered{APIServerSANs: shared.apiSANs}
+	for i, n := range inv.Nodes {
+		files, err := shared.node(inv, n, i == shared.firstCP)
+		if err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", n.Name, err)
+		}
+		out.Nodes = append(out.Nodes, NodeFiles{Node: n, Files: files})
+	}
+	if out.Cluster, err = clusterFiles(inv); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// shared holds what every node's render reuses, computed once: a 1,000-node
+// inventory must not recompute SANs or re-encode CA files per node.
+type shared struct {
+	secrets           kubeadm.Secrets
+	apiSANs, etcdSANs sans.Set
+	caFiles           []file.File
+	encryption        []byte
+	checkScript       []byte
+	vrrpPassword      string
+	firstCP           int
+}
+
+func newShared(inv *inventory.Inventory, b *pki.Bundle) (*shared, error) {
+	hash, err := b.CACertHash()
+	if err != nil {
+		return nil, err
+	}
+	s := &shared{
+		secrets:      kubeadm.Secrets{BootstrapToken: b.BootstrapToken(), CACertHash: hash},
+		apiSANs:      sans.APIServer(inv),
+		etcdSANs:     sans.Etcd(inv),
+		vrrpPassword: b.VRRPPassword,
+		firstCP:      -1,
+	}
+	for i, n := range inv.Nodes {
+		if n.IsControlPlane() {
+			s.firstCP = i
+			break
+		}
+	}
+	if s.firstCP < 0 {
+		return nil, fmt.Errorf("no control-plane node to initialise the cluster on")
+	}
+	if s.caFiles, err = b.ControlPlaneFiles(); err != nil {
+		return nil, err
+	}
+	if s.encryption, err = kubeadm.Encryption(b.EncryptionSecret()); err != nil {
+		return nil, err
+	}
+	if s.checkScript, err = keepalived.CheckScript(inv); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *shared) node(inv *inventory.Inventory, n inventory.Node, first bool) ([]file.File, error) {
+	files := base.Files()
+	np, err := netplan.Render(inv, n)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, file.File{Path: netplan.Path, Mode: 0o600, Content: np})
+
+	if first {
+		cfg, err := kubeadm.Init(inv, n, s.secrets, s.apiSANs, s.etcdSANs)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file.File{Path: kubeadm.InitConfigPath, Mode: 0o600, Content: cfg, Secret: true})
+	} else {
+		cfg, err := kubeadm.Join(inv, n, s.secrets)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file.File{Path: kubeadm.JoinConfigPath, Mode: 0o600, Content: cfg, Secret: true})
+	}
+
+	if n.IsControlPlane() {
+		files = append(files, s.caFiles...)
+		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true})
+		if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+			conf, err := keepalived.Config(inv, n, s.vrrpPassword)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files,
+				file.File{Path: keepalived.ConfigPath, Mode: 0o600, Content: conf, Secret: true},
+				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript})
+		}
+	}
+	if dropIn, ok := gpu.ContainerdDropIn(n); ok {
+		files = append(files, file.File{Path: gpu.ContainerdDropInPath, Mode: 0o644, Content: dropIn})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+func clusterFiles(inv *inventory.Inventory) ([]file.File, error) {
+	var out []file.File
+	if inv.Cluster.KubeProxy.Replacement == inventory.ReplacementCilium {
+		v, err := cilium.Render(inv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, file.File{Path: cilium.ValuesPath, Mode: 0o644, Content: v})
+	}
+	for _, n := range inv.Nodes {
+		if _, ok := gpu.ContainerdDropIn(n); ok {
+			rc, err := gpu.RuntimeClass(kubeadm.GPUPresentLabel, kubeadm.GPUTaintKey)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, file.File{Path: gpu.RuntimeClassPath, Mode: 0o644, Content: rc})
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package roles
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func testBundle(t testing.TB) *pki.Bundle {
+	t.Helper()
+	data, err := os.ReadFile("testdata/bundle.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pki.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// layoutInventory loads the shipped homelab in a layout; the dns layout gets
+// a name, since the shipped file has none.
+func layoutInventory(t testing.TB, layout string) *inventory.Inventory {
+	t.Helper()
+	inv, _, err := inventory.Load("../inventory/homelab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.Cluster.Endpoint.Layout = layout
+	if layout == inventory.LayoutDNS {
+		inv.Cluster.Endpoint.DNSName = "k8s.home.arpa"
+	}
+	if _, err := inventory.Validate(inv); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+var layouts = []string{inventory.LayoutVIP, inventory.LayoutSingleIP, inventory.LayoutDNS}
+
+// TestRender compares every file of every node, in every layout, with the
+// golden copy under testdata/TestRender/<layout>/<node>/<path on the node>.
+func TestRender(t *testing.T) {
+	b := testBundle(t)
+	for _, layout := range layouts {
+		t.Run(layout, func(t *testing.T) {
+			r, err := Render(layoutInventory(t, layout), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join("testdata", t.Name())
+			got := map[string][]byte{}
+			for _, nf := range r.Nodes {
+				for _, f := range nf.Files {
+					got[filepath.Join(nf.Node.Name, f.Path)] = f.Content
+				}
+			}
+			for _, f := range r.Cluster {
+				got[filepath.Join("_cluster", f.Path)] = f.Content
+			}
+			if *update {
+				os.RemoveAll(root)
+				for p, c := range got {
+					dst := filepath.Join(root, p)
+					if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(dst, c, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			seen := 0
+			err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				rel, _ := filepath.Rel(root, p)
+				want, _ := os.ReadFile(p)
+				seen++
+				if c, ok := got[rel]; !ok {
+					t.Errorf("%s: golden file no longer rendered", rel)
+				} else if !bytes.Equal(c, want) {
+					t.Errorf("%s differs from golden (run go test ./roles -update and review the diff):\n%s", rel, c)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen != len(got) {
+				t.Errorf("%d files rendered, %d golden: run go test ./roles -update", len(got), seen)
+			}
+		})
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	b := testBundle(t)
+	inv := layoutInventory(t, inventory.LayoutVIP)
+	first, err := Render(inv, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := Render(inv, b)
+	for i := range first.Nodes {
+		for j, f := range first.Nodes[i].Files {
+			if !bytes.Equal(f.Content, second.Nodes[i].Files[j].Content) {
+				t.Errorf("%s %s differs between two renders", first.Nodes[i].Node.Name, f.Path)
+			}
+		}
+	}
+}
+
+// Which node gets what: the roles' contract, independent of file contents.
+func TestRoleFiles(t *testing.T) {
+	b := testBundle(t)
+	for _, layout := range layouts {
+		r, err := Render(layoutInventory(t, layout), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, nf := range r.Nodes {
+			has := map[string]bool{}
+			for _, f := range nf.Files {
+				has[f.Path] = true
+				if f.Secret && f.Mode&0o077 != 0 {
+					t.Errorf("%s %s: secret file with mode %o", nf.Node.Name, f.Path, f.Mode)
+				}
+				if strings.HasSuffix(f.Path, ".key") && !f.Secret {
+					t.Errorf("%s %s: key not marked secret", nf.Node.Name, f.Path)
+				}
+			}
+			cp := nf.Node.IsControlPlane()
+			expect := map[string]bool{
+				"/etc/kubernetes/kubeadm/init.yaml":      i == 0,
+				"/etc/kubernetes/kubeadm/join.yaml":      i != 0,
+				"/etc/kubernetes/pki/ca.key":             cp,
+				"/etc/kubernetes/pki/etcd/ca.key":        cp,
+				"/etc/kubernetes/pki/sa.key":             cp,
+				"/etc/kubernetes/encryption/config.yaml": cp,
+				"/etc/keepalived/keepalived.conf":        cp && layout == inventory.LayoutVIP,
+				"/etc/containerd/conf.d/99-nvidia.toml":  nf.Node.HasGPUs(),
+				"/etc/netplan/60-homelab.yaml":           true,
+			}
+			for p, want := range expect {
+				if has[p] != want {
+					t.Errorf("%s layout, %s: has %s = %v, want %v", layout, nf.Node.Name, p, has[p], want)
+				}
+			}
+		}
+	}
+}
