@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	root := newRootCommand()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		errb.WriteString(err.Error())
+		return out.String(), errb.String(), exitCode(err)
+	}
+	return out.String(), errb.String(), 0
+}
+
+const homelab = "../../inventory/homelab.yaml"
+
+func TestValidate(t *testing.T) {
+	if _, _, code := run(t, "validate", "-f", homelab); code != 0 {
+		t.Errorf("valid inventory: exit %d", code)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	data, _ := os.ReadFile(homelab)
+	os.WriteFile(bad, []byte(strings.Replace(string(data), "vip: 10.0.0.100", "vip: 10.0.0.999", 1)), 0o644)
+	_, stderr, code := run(t, "validate", "-f", bad)
+	if code != 1 || !strings.Contains(stderr, "cluster.endpoint.vip") {
+		t.Errorf("invalid inventory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRenderInTwoLayoutsAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "secrets.yaml")
+	if _, _, code := run(t, "secrets", "init", "-o", bundle); code != 0 {
+		t.Fatal("secrets init failed")
+	}
+	if fi, _ := os.Stat(bundle); fi.Mode().Perm() != 0o600 {
+		t.Errorf("bundle mode %o", fi.Mode().Perm())
+	}
+	if _, stderr, code := run(t, "secrets", "init", "-o", bundle); code == 0 || !strings.Contains(stderr, "--force") {
+		t.Error("secrets init overwrote an existing bundle")
+	}
+	vip, single := filepath.Join(dir, "vip"), filepath.Join(dir, "single")
+	if _, stderr, code := run(t, "render", "-f", homelab, "-o", vip, "--secrets", bundle); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, stderr, code := run(t, "render", "-f", homelab, "-o", single, "--secrets", bundle, "--layout", "single-ip")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if !strings.Contains(stderr, "warning: cluster.endpoint.layout") {
+		t.Errorf("single-ip render did not warn: %q", stderr)
+	}
+	read := func(root, p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if !strings.Contains(read(vip, "cp-1/etc/kubernetes/kubeadm/init.yaml"), "controlPlaneEndpoint: 10.0.0.100:6443") {
+		t.Error("vip render lacks the VIP endpoint")
+	}
+	if !strings.Contains(read(single, "cp-1/etc/kubernetes/kubeadm/init.yaml"), "controlPlaneEndpoint: 10.0.0.120:6443") {
+		t.Error("single-ip render lacks cp-1's endpoint")
+	}
+	if _, err := os.Stat(filepath.Join(single, "cp-1/etc/keepalived/keepalived.conf")); err == nil {
+		t.Error("single-ip render has keepalived")
+	}
+	if read(vip, "gpu-2/etc/netplan/60-homelab.yaml") != read(single, "gpu-2/etc/netplan/60-homelab.yaml") {
+		t.Error("layout changed a worker's network config")
+	}
+	if fi, _ := os.Stat(filepath.Join(vip, "cp-1/etc/kubernetes/pki/ca.key")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("ca.key mode %o", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(vip, "_cluster/cilium-values.yaml")); err != nil {
+		t.Error("no Cilium values for a Cilium homelab")
+	}
+}
+
+func TestRenderRefusesALayoutTheInventoryCannotExpress(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := run(t, "render", "-f", homelab, "-o", dir, "--layout", "dns")
+	if code != 1 || !strings.Contains(stderr, "cluster.endpoint.dnsName") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Error("a refused render wrote files")
+	}
+}
+
+func TestSANs(t *testing.T) {
+	out, _, code := run(t, "sans", "-f", homelab)
+	if code != 0 {
+		t.Fatal(code)
+	}
+	ipPart, namePart, ok := strings.Cut(out, "# DNS names")
+	if !ok || !strings.Contains(ipPart, "10.0.0.100\n") || !strings.Contains(ipPart, "10.0.0.122\n") || !strings.Contains(namePart, "cp-3\n") || strings.Contains(namePart, "10.0.0.") {
+		t.Errorf("got %q", out)
+	}
+}

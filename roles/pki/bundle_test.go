@@ -1,0 +1,105 @@
+package pki
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestNewMarshalParseRoundTrip(t *testing.T) {
+	b, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.BootstrapToken() != b.BootstrapToken() || again.VRRPPassword != b.VRRPPassword ||
+		string(again.Talos.Certs.K8s.Key) != string(b.Talos.Certs.K8s.Key) {
+		t.Error("round trip lost secrets")
+	}
+	if !regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`).MatchString(b.BootstrapToken()) {
+		t.Errorf("bootstrap token %q is not in kubeadm's form", b.BootstrapToken())
+	}
+	if n := len(b.VRRPPassword); n < 1 || n > 8 {
+		t.Errorf("VRRP password of %d characters; VRRPv2 PASS allows 8", n)
+	}
+	other, _ := New()
+	if other.BootstrapToken() == b.BootstrapToken() || string(other.Talos.Certs.K8s.Crt) == string(b.Talos.Certs.K8s.Crt) {
+		t.Error("two bundles share secrets")
+	}
+}
+
+func TestParseRejectsIncompleteBundles(t *testing.T) {
+	b, _ := New()
+	b.Talos.Certs.Etcd = nil
+	b.VRRPPassword = "much-too-long"
+	data, _ := b.Marshal()
+	_, err := Parse(data)
+	if err == nil || !strings.Contains(err.Error(), "talos.Certs.Etcd") || !strings.Contains(err.Error(), "vrrpPassword") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := Parse([]byte("apiVersion: v1\nkind: Secret\n")); err == nil {
+		t.Error("accepted a Kubernetes Secret as a bundle")
+	}
+	if _, err := Parse([]byte("apiVersion: homelab.dev/v1alpha1\nkind: SecretsBundle\nextra: 1\n")); err == nil {
+		t.Error("accepted an unknown field")
+	}
+}
+
+func TestCACertHashPinsTheKubernetesCA(t *testing.T) {
+	b, _ := New()
+	got, err := b.CACertHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b.Talos.Certs.K8s.Crt)
+	cert, _ := x509.ParseCertificate(block.Bytes)
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if !cert.IsCA {
+		t.Error("Kubernetes CA is not a CA")
+	}
+}
+
+func TestControlPlaneFiles(t *testing.T) {
+	b, _ := New()
+	files, err := b.ControlPlaneFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		seen[f.Path] = true
+		isKey := strings.HasSuffix(f.Path, ".key")
+		if isKey != f.Secret || (isKey && f.Mode != 0o600) {
+			t.Errorf("%s: secret=%v mode=%o", f.Path, f.Secret, f.Mode)
+		}
+	}
+	for _, p := range []string{"ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"} {
+		if !seen[CertificatesDir+"/"+p] {
+			t.Errorf("missing %s", p)
+		}
+	}
+}
+
+func TestSecretStringsCoverEverySecret(t *testing.T) {
+	b, _ := New()
+	s := strings.Join(b.SecretStrings(), "\n")
+	for _, want := range []string{b.BootstrapToken(), b.EncryptionSecret(), b.VRRPPassword, "PRIVATE KEY"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SecretStrings lacks %q", want)
+		}
+	}
+}
