@@ -3,13 +3,27 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/stack"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
+	// The Pulumi engine runs the provider plugin by this name: a link to
+	// this binary, so users install nothing but homelab.
+	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
+		if err := provider.Serve(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	root := newRootCommand()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

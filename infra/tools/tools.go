@@ -15,6 +15,7 @@ import (
 const (
 	KubernetesVersion = "v1.34.4"
 	EtcdVersion       = "v3.6.5"
+	PulumiVersion     = "v3.274.1"
 )
 
 // CacheDir is where the build scripts put their binaries.
@@ -34,6 +35,8 @@ func Dir(name string) string {
 	switch name {
 	case "etcd", "etcdctl":
 		return filepath.Join(CacheDir(), "tools", "etcd-"+EtcdVersion)
+	case "pulumi":
+		return filepath.Join(CacheDir(), "tools", "pulumi-"+PulumiVersion)
 	}
 	return filepath.Join(CacheDir(), "tools", "kubernetes-"+KubernetesVersion)
 }
@@ -50,8 +53,11 @@ func Path(name string) (string, error) {
 // Script is the repository script that builds the binary.
 func Script(name string) string {
 	s := "build-kube.sh"
-	if name == "etcd" || name == "etcdctl" {
+	switch name {
+	case "etcd", "etcdctl":
 		s = "build-etcd.sh"
+	case "pulumi":
+		s = "build-pulumi.sh"
 	}
 	return filepath.Join(RepoRoot(), "infra", "tools", s)
 }
@@ -68,8 +74,11 @@ func Build(name string) (string, error) {
 }
 
 func versionOf(name string) string {
-	if name == "etcd" || name == "etcdctl" {
+	switch name {
+	case "etcd", "etcdctl":
 		return EtcdVersion
+	case "pulumi":
+		return PulumiVersion
 	}
 	return KubernetesVersion
 }

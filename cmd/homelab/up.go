@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homelab-dev/homelab/infra/netns"
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/stack"
+	"github.com/homelab-dev/homelab/infra/verify"
+)
+
+func init() {
+	subcommands = append(subcommands, newUpCommand, newPreviewCommand, newRefreshCommand, newDestroyCommand, newKubeconfigCommand, newVerifyCommand)
+}
+
+type stackFlags struct {
+	inventory, secrets, stateDir, stack string
+}
+
+func (f *stackFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.inventory, "file", "f", "", "inventory file (YAML)")
+	_ = cmd.MarkFlagRequired("file")
+	cmd.Flags().StringVar(&f.secrets, "secrets", "", "secrets bundle (default: <state-dir>/<stack>/secrets.yaml, created on first up)")
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "where the local Pulumi backend, passphrase and bundle live (default "+stack.DefaultStateDir()+"; PULUMI_BACKEND_URL overrides the backend)")
+	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the inventory's cluster name)")
+}
+
+func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, context.CancelFunc, error) {
+	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return s, ctx, cancel, nil
+}
+
+func newUpCommand() *cobra.Command {
+	var f stackFlags
+	var refresh, skipVerify bool
+	cmd := &cobra.Command{
+		Use:   "up -f FILE",
+		Short: "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			start := time.Now()
+			res, err := s.Up(ctx, refresh)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "\nup took %s: %v\n", time.Since(start).Round(time.Millisecond), res.Summary.ResourceChanges)
+			if skipVerify {
+				return nil
+			}
+			return verifyAndReport(ctx, cmd, s)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&refresh, "refresh", true, "read every resource's live state first, so drift on the nodes is repaired")
+	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
+	return cmd
+}
+
+func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+	outs, err := s.Outputs(ctx)
+	if err != nil {
+		return err
+	}
+	kc, _ := outs["kubeconfig"].Value.(string)
+	rep, verr := verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: dialer()})
+	out := cmd.OutOrStdout()
+	if rep != nil {
+		fmt.Fprintln(out, "\nverify:")
+		for _, c := range rep.Checks {
+			mark := "ok  "
+			if !c.OK {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(out, "  %s %s", mark, c.Name)
+			if c.Detail != "" {
+				fmt.Fprintf(out, ": %s", c.Detail)
+			}
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "\nendpoint:     https://%s\nnodes:        %v\netcd members: %v\n", s.Inv.Endpoint(), rep.Nodes, rep.EtcdMembers)
+	}
+	return verr
+}
+
+// dialer reaches the nodes from the namespace in HOMELAB_NETNS (the
+// emulated homelab's gateway), else directly.
+func dialer() verify.DialFunc {
+	if ns := os.Getenv(ssh.NetnsEnv); ns != "" {
+		return netns.DialerFor(ns)
+	}
+	return (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+}
+
+func newPreviewCommand() *cobra.Command {
+	var f stackFlags
+	var refresh bool
+	cmd := &cobra.Command{
+		Use:   "preview -f FILE",
+		Short: "Show what up would change on which node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			res, err := s.Preview(ctx, refresh)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\npreview: %v\n", res.ChangeSummary)
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&refresh, "refresh", true, "read live state first, so drift shows")
+	return cmd
+}
+
+func newRefreshCommand() *cobra.Command {
+	var f stackFlags
+	cmd := &cobra.Command{
+		Use:   "refresh -f FILE",
+		Short: "Read every resource's live state from the nodes into the stack",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			_, err = s.Refresh(ctx)
+			return err
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newDestroyCommand() *cobra.Command {
+	var f stackFlags
+	cmd := &cobra.Command{
+		Use:   "destroy -f FILE",
+		Short: "Reset every node (kubeadm reset, files removed) so a later up starts clean",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			_, err = s.Destroy(ctx)
+			return err
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func newKubeconfigCommand() *cobra.Command {
+	var f stackFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig -f FILE [-o PATH]",
+		Short: "Write the cluster-admin kubeconfig for kubectl (0600)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			outs, err := s.Outputs(ctx)
+			if err != nil {
+				return err
+			}
+			kc, _ := outs["kubeconfig"].Value.(string)
+			if kc == "" {
+				return fmt.Errorf("the stack has no kubeconfig yet: run homelab up first")
+			}
+			if err := os.WriteFile(out, []byte(kc), 0o600); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: KUBECONFIG=%s kubectl get nodes\n", out, out)
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "kubeconfig", "where to write it")
+	return cmd
+}
+
+func newVerifyCommand() *cobra.Command {
+	var f stackFlags
+	cmd := &cobra.Command{
+		Use:   "verify -f FILE",
+		Short: "Verify the running cluster against the inventory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, ctx, cancel, err := f.open(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			return verifyAndReport(ctx, cmd, s)
+		},
+	}
+	f.add(cmd)
+	return cmd
+}

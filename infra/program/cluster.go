@@ -1,0 +1,232 @@
+package program
+
+import (
+	"net"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+// Cluster is the whole homelab: a ControlPlane per control-plane node, a
+// Worker per worker, etcd's membership and cluster-wide objects.
+type Cluster struct {
+	pulumi.ResourceState
+
+	Endpoint    pulumi.StringOutput      `pulumi:"endpoint"`
+	Kubeconfig  pulumi.StringOutput      `pulumi:"kubeconfig"`
+	EtcdMembers pulumi.MapArrayOutput    `pulumi:"etcdMembers"`
+	SANs        pulumi.StringArrayOutput `pulumi:"sans"`
+}
+
+// ControlPlane is one control-plane node: its host, files, keepalived and
+// its kubeadm init (the first) or control-plane join.
+type ControlPlane struct {
+	pulumi.ResourceState
+	Host       *Host
+	Keepalived *Service
+	Init       *KubeadmInit
+	Join       *KubeadmJoin
+}
+
+// Worker is one worker node: host, files, join, labels and taints.
+type Worker struct {
+	pulumi.ResourceState
+	Host *Host
+	Join *KubeadmJoin
+}
+
+// NewCluster declares the homelab's resources in the HA bootstrap order:
+// hosts -> base files, CA files -> keepalived (the VIP answers before init)
+// -> init on the first control-plane node -> other control-plane nodes join
+// one at a time -> workers join in parallel -> labels, taints, RuntimeClass
+// -> etcd membership.
+func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.ResourceOption) (*Cluster, error) {
+	cl := &Cluster{}
+	if err := ctx.RegisterComponentResource("homelab:cluster:Cluster", name, cl, opts...); err != nil {
+		return nil, err
+	}
+	inv := cfg.Inventory
+	rendered, err := roles.Render(inv, cfg.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	cps := inv.ControlPlanes()
+	first := cps[0]
+	via := connection(cfg, first)
+
+	// Every control-plane node's keepalived runs before init, so the
+	// endpoint answers while kubeadm bootstraps through it.
+	planes := make([]*ControlPlane, len(cps))
+	fileDeps := make([][]pulumi.Resource, len(cps))
+	var keepaliveds []pulumi.Resource
+	for i, n := range cps {
+		cp, deps, err := newControlPlane(ctx, cl, cfg, rendered, n)
+		if err != nil {
+			return nil, err
+		}
+		planes[i], fileDeps[i] = cp, deps
+		if cp.Keepalived != nil {
+			keepaliveds = append(keepaliveds, cp.Keepalived)
+		}
+	}
+
+	initFiles := filesOf(rendered, first.Name)
+	initDeps := append(fileDeps[0], keepaliveds...)
+	init, err := register(ctx, "KubeadmInit", first.Name, pulumi.Map{
+		"connection":      via,
+		"configPath":      pulumi.String(kubeadm.InitConfigPath),
+		"configSha":       pulumi.String(sha(contentOf(initFiles, kubeadm.InitConfigPath))),
+		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
+	}, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps))
+	if err != nil {
+		return nil, err
+	}
+	planes[0].Init = init
+
+	token := pulumi.ToSecret(pulumi.String(cfg.Bundle.BootstrapToken())).(pulumi.StringOutput)
+	joinArgs := func(n inventory.Node, controlPlane bool) pulumi.Map {
+		return pulumi.Map{
+			"connection":      connection(cfg, n),
+			"configPath":      pulumi.String(kubeadm.JoinConfigPath),
+			"configSha":       pulumi.String(sha(contentOf(filesOf(rendered, n.Name), kubeadm.JoinConfigPath))),
+			"controlPlane":    pulumi.Bool(controlPlane),
+			"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
+			"via":             via,
+			"bootstrapToken":  token,
+		}
+	}
+
+	// Control-plane joins go one at a time: each grows etcd by a member,
+	// and two at once can lose quorum while both are learners.
+	last := pulumi.Resource(init)
+	cpDone := []pulumi.Resource{init}
+	for i := 1; i < len(cps); i++ {
+		j, err := register(ctx, "KubeadmJoin", cps[i].Name, joinArgs(cps[i], true), &KubeadmJoin{},
+			pulumi.Parent(planes[i]), pulumi.DependsOn(append([]pulumi.Resource{last}, fileDeps[i]...)))
+		if err != nil {
+			return nil, err
+		}
+		planes[i].Join = j
+		last = j
+		cpDone = append(cpDone, j)
+	}
+	for i, n := range cps {
+		joined := []pulumi.Resource{cpDone[i]}
+		if err := declareNodeMeta(ctx, planes[i], via, n, joined); err != nil {
+			return nil, err
+		}
+		if err := ctx.RegisterResourceOutputs(planes[i], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
+			return nil, err
+		}
+	}
+
+	// Workers join in parallel once every control-plane node is in.
+	for _, n := range inv.Workers() {
+		if _, err := newWorker(ctx, cl, cfg, rendered, n, via, joinArgs(n, false), last); err != nil {
+			return nil, err
+		}
+	}
+
+	var members pulumi.Array
+	var viaAll pulumi.Array
+	for _, n := range cps {
+		members = append(members, pulumi.Map{"name": pulumi.String(n.Name), "peerURL": pulumi.String("https://" + net.JoinHostPort(n.Address, "2380"))})
+		viaAll = append(viaAll, connection(cfg, n))
+	}
+	etcd, err := register(ctx, "EtcdMembers", "etcd", pulumi.Map{"via": viaAll, "members": members}, &EtcdMembers{},
+		pulumi.Parent(cl), pulumi.DependsOn(cpDone))
+	if err != nil {
+		return nil, err
+	}
+
+	for _, f := range rendered.Cluster {
+		if f.Path != gpu.RuntimeClassPath {
+			continue // Cilium's values are for the Cilium installer.
+		}
+		if _, err := register(ctx, "Manifest", "runtimeclass-"+gpu.RuntimeClassName, pulumi.Map{
+			"via": via, "kind": pulumi.String("runtimeclass"), "name": pulumi.String(gpu.RuntimeClassName),
+			"content": pulumi.String(string(f.Content)),
+		}, &Manifest{}, pulumi.Parent(cl), pulumi.DependsOn([]pulumi.Resource{init})); err != nil {
+			return nil, err
+		}
+	}
+
+	cl.Endpoint = pulumi.String(inv.Endpoint()).ToStringOutput()
+	cl.Kubeconfig = pulumi.ToSecret(init.AdminKubeconfig).(pulumi.StringOutput)
+	cl.EtcdMembers = etcd.Live
+	cl.SANs = pulumi.ToStringArray(rendered.APIServerSANs.Strings()).ToStringArrayOutput()
+	return cl, ctx.RegisterResourceOutputs(cl, pulumi.Map{
+		"endpoint":    cl.Endpoint,
+		"kubeconfig":  cl.Kubeconfig,
+		"etcdMembers": cl.EtcdMembers,
+		"sans":        cl.SANs,
+	})
+}
+
+// newControlPlane declares a control-plane node up to its keepalived; the
+// caller adds its init or join. It returns the node's files, which kubeadm
+// needs in place first.
+func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node) (*ControlPlane, []pulumi.Resource, error) {
+	cp := &ControlPlane{}
+	if err := ctx.RegisterComponentResource("homelab:cluster:ControlPlane", n.Name, cp, pulumi.Parent(parent)); err != nil {
+		return nil, nil, err
+	}
+	conn := connection(cfg, n)
+	host, err := declareHost(ctx, cp, cfg, n, conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp.Host = host
+	files := filesOf(r, n.Name)
+	nf, err := declareFiles(ctx, cp, conn, n.Name, files, host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+		// The check script verifies TLS with the cluster CA.
+		deps := nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, pki.CertificatesDir+"/ca.crt")
+		svc, err := register(ctx, "Service", n.Name+":keepalived", pulumi.Map{
+			"connection": conn,
+			"name":       pulumi.String("keepalived"),
+			"trigger":    pulumi.String(keepalivedTrigger(files)),
+		}, &Service{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
+		if err != nil {
+			return nil, nil, err
+		}
+		cp.Keepalived = svc
+	}
+	return cp, nf.all, nil
+}
+
+func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via, joinArgs pulumi.Map, after pulumi.Resource) (*Worker, error) {
+	w := &Worker{}
+	if err := ctx.RegisterComponentResource("homelab:cluster:Worker", n.Name, w, pulumi.Parent(parent)); err != nil {
+		return nil, err
+	}
+	conn := connection(cfg, n)
+	host, err := declareHost(ctx, w, cfg, n, conn)
+	if err != nil {
+		return nil, err
+	}
+	w.Host = host
+	nf, err := declareFiles(ctx, w, conn, n.Name, filesOf(r, n.Name), host)
+	if err != nil {
+		return nil, err
+	}
+	j, err := register(ctx, "KubeadmJoin", n.Name, joinArgs, &KubeadmJoin{}, pulumi.Parent(w),
+		pulumi.DependsOn(append([]pulumi.Resource{after}, nf.all...)))
+	if err != nil {
+		return nil, err
+	}
+	w.Join = j
+	if err := declareNodeMeta(ctx, w, via, n, []pulumi.Resource{j}); err != nil {
+		return nil, err
+	}
+	return w, ctx.RegisterResourceOutputs(w, pulumi.Map{"node": pulumi.String(n.Name)})
+}

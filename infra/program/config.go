@@ -1,0 +1,89 @@
+package program
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+// Stack configuration keys. The bundle and the SSH key are secret config
+// values: Pulumi encrypts them in the stack's config and state.
+const (
+	KeyInventory       = "homelab:inventory"
+	KeySecrets         = "homelab:secrets"
+	KeySSHPrivateKey   = "homelab:sshPrivateKey"
+	KeyKnownHosts      = "homelab:knownHosts"
+	KeyIgnorePreflight = "homelab:ignorePreflight"
+)
+
+// Main is the program both `pulumi up` and `homelab up` run: it reads the
+// stack config and declares the cluster.
+func Main(ctx *pulumi.Context) error {
+	cfg, err := FromStackConfig(ctx)
+	if err != nil {
+		return err
+	}
+	return Run(cfg)(ctx)
+}
+
+// FromStackConfig builds the program's Config from the stack's config.
+func FromStackConfig(ctx *pulumi.Context) (Config, error) {
+	path, ok := ctx.GetConfig(KeyInventory)
+	if !ok {
+		return Config{}, fmt.Errorf("stack config %s is not set: `pulumi config set %s inventory/homelab.yaml`", KeyInventory, KeyInventory)
+	}
+	inv, warnings, err := inventory.Load(path)
+	for _, w := range warnings {
+		ctx.Log.Warn(w.Error(), nil)
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	bundleYAML, ok := ctx.GetConfig(KeySecrets)
+	if !ok {
+		return Config{}, fmt.Errorf("stack config %s is not set: `homelab secrets init -o secrets.yaml && pulumi config set --secret %s < secrets.yaml`", KeySecrets, KeySecrets)
+	}
+	if !ctx.IsConfigSecret(KeySecrets) {
+		return Config{}, fmt.Errorf("stack config %s must be a secret: set it again with `pulumi config set --secret`", KeySecrets)
+	}
+	bundle, err := pki.Parse([]byte(bundleYAML))
+	if err != nil {
+		return Config{}, err
+	}
+	key, ok := ctx.GetConfig(KeySSHPrivateKey)
+	if ok && !ctx.IsConfigSecret(KeySSHPrivateKey) {
+		return Config{}, fmt.Errorf("stack config %s must be a secret: set it again with `pulumi config set --secret`", KeySSHPrivateKey)
+	}
+	if !ok {
+		data, err := os.ReadFile(ExpandHome(inv.SSH.PrivateKey))
+		if err != nil {
+			return Config{}, fmt.Errorf("ssh.privateKey: %w (or set %s)", err, KeySSHPrivateKey)
+		}
+		key = string(data)
+	}
+	known, ok := ctx.GetConfig(KeyKnownHosts)
+	if !ok {
+		known = ExpandHome(inv.SSH.KnownHosts)
+	}
+	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: known}
+	if ig, ok := ctx.GetConfig(KeyIgnorePreflight); ok && ig != "" {
+		cfg.IgnorePreflight = strings.Split(ig, ",")
+	}
+	return cfg, nil
+}
+
+// ExpandHome resolves a leading ~/ as a shell would.
+func ExpandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
+}

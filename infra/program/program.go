@@ -1,0 +1,174 @@
+// Package program is the Pulumi program that converges a homelab: it
+// renders every node's files from the inventory and the secrets bundle and
+// declares, per node, the provider resources that put them in place, in the
+// HA bootstrap order. `pulumi up` (Pulumi.yaml) and `homelab up` (the
+// Automation API) run this same function.
+package program
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/base"
+	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+// Config is everything the program needs; secrets arrive as plain values
+// here and are marked secret before they enter any resource.
+type Config struct {
+	Inventory  *inventory.Inventory
+	Bundle     *pki.Bundle
+	PrivateKey string
+	KnownHosts string
+	// IgnorePreflight names kubeadm preflight checks to skip.
+	IgnorePreflight []string
+}
+
+// Commands a node needs before kubeadm can run there.
+var (
+	workerRequires       = []string{"kubeadm", "kubelet", "systemctl"}
+	controlPlaneRequires = []string{"kubeadm", "kubelet", "kubectl", "systemctl"}
+)
+
+// Run returns the program.
+func Run(cfg Config) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		cl, err := NewCluster(ctx, cfg.Inventory.Cluster.Name, cfg)
+		if err != nil {
+			return err
+		}
+		ctx.Export("endpoint", cl.Endpoint)
+		ctx.Export("kubeconfig", cl.Kubeconfig)
+		ctx.Export("etcdMembers", cl.EtcdMembers)
+		ctx.Export("sans", cl.SANs)
+		return nil
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// connection is the provider's Connection input for a node.
+func connection(cfg Config, n inventory.Node) pulumi.Map {
+	return pulumi.Map{
+		"node":       pulumi.String(n.Name),
+		"host":       pulumi.String(n.Address),
+		"port":       pulumi.Int(cfg.Inventory.SSH.Port),
+		"user":       pulumi.String(cfg.Inventory.SSH.User),
+		"privateKey": pulumi.ToSecret(pulumi.String(cfg.PrivateKey)).(pulumi.StringOutput),
+		"knownHosts": pulumi.String(cfg.KnownHosts),
+	}
+}
+
+// nodeFiles declares a node's files; CA and kubeadm files depend on the
+// node's Host so a missing tool or a wrong machine stops the run there.
+type nodeFiles struct {
+	byPath map[string]*File
+	all    []pulumi.Resource
+}
+
+func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, node string, files []file.File, after pulumi.Resource) (*nodeFiles, error) {
+	nf := &nodeFiles{byPath: map[string]*File{}}
+	for _, f := range files {
+		var content pulumi.StringInput = pulumi.String(string(f.Content))
+		if f.Secret {
+			content = pulumi.ToSecret(pulumi.String(string(f.Content))).(pulumi.StringOutput)
+		}
+		args := pulumi.Map{
+			"connection": conn,
+			"path":       pulumi.String(f.Path),
+			"content":    content,
+			"mode":       pulumi.Int(int(f.Mode)),
+		}
+		if f.Path == base.SysctlPath {
+			// -e: keys a kernel lacks (bridge ones before br_netfilter
+			// loads) must not fail the run.
+			args["onChange"] = pulumi.String("sysctl -e -p " + base.SysctlPath + " >/dev/null")
+		}
+		res, err := register(ctx, "File", node+":"+f.Path, args, &File{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{after}))
+		if err != nil {
+			return nil, err
+		}
+		nf.byPath[f.Path] = res
+		nf.all = append(nf.all, res)
+	}
+	return nf, nil
+}
+
+func (nf *nodeFiles) get(paths ...string) []pulumi.Resource {
+	var out []pulumi.Resource
+	for _, p := range paths {
+		if f, ok := nf.byPath[p]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map) (*Host, error) {
+	requires := workerRequires
+	if n.IsControlPlane() {
+		requires = controlPlaneRequires
+		if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+			requires = append(requires, "keepalived")
+		}
+	}
+	return register(ctx, "Host", n.Name, pulumi.Map{
+		"connection": conn,
+		"address":    pulumi.String(n.Address),
+		"mac":        pulumi.String(n.MAC),
+		"requires":   pulumi.ToStringArray(requires),
+	}, &Host{}, pulumi.Parent(parent))
+}
+
+func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map, n inventory.Node, after []pulumi.Resource) error {
+	var taints pulumi.Array
+	for _, t := range kubeadm.Taints(n) {
+		taints = append(taints, pulumi.Map{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
+	}
+	_, err := register(ctx, "NodeMeta", n.Name, pulumi.Map{
+		"via":    via,
+		"node":   pulumi.String(n.Name),
+		"labels": pulumi.ToStringMap(kubeadm.Labels(n)),
+		"taints": taints,
+	}, &NodeMeta{}, pulumi.Parent(parent), pulumi.DependsOn(after))
+	return err
+}
+
+func keepalivedTrigger(files []file.File) string {
+	var parts []string
+	for _, f := range files {
+		if f.Path == keepalived.ConfigPath || f.Path == keepalived.CheckScriptPath {
+			parts = append(parts, sha(f.Content))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func filesOf(r *roles.Rendered, name string) []file.File {
+	for _, nf := range r.Nodes {
+		if nf.Node.Name == name {
+			return nf.Files
+		}
+	}
+	return nil
+}
+
+func contentOf(files []file.File, path string) []byte {
+	for _, f := range files {
+		if f.Path == path {
+			return f.Content
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// Connection says how to reach a node. The private key is a secret: Pulumi
+// encrypts it in state and never shows it.
+type Connection struct {
+	Node       string `pulumi:"node"`
+	Host       string `pulumi:"host"`
+	Port       int    `pulumi:"port,optional"`
+	User       string `pulumi:"user,optional"`
+	PrivateKey string `pulumi:"privateKey" provider:"secret"`
+	// KnownHosts is the known_hosts file host keys are checked against.
+	KnownHosts string `pulumi:"knownHosts"`
+}
+
+func (c Connection) target() ssh.Target {
+	port, user := c.Port, c.User
+	if port == 0 {
+		port = 22
+	}
+	if user == "" {
+		user = "root"
+	}
+	return ssh.Target{Name: c.Node, Address: c.Host, Port: port, User: user, PrivateKey: []byte(c.PrivateKey), KnownHosts: c.KnownHosts}
+}
+
+func dial(ctx context.Context, c Connection) (*ssh.Client, error) {
+	cl, err := ssh.Dial(ctx, c.target())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Node, err)
+	}
+	return cl, nil
+}
+
+// tokenPattern matches kubeadm bootstrap tokens, which kubeadm prints in
+// some failures: they must never reach Pulumi's logs.
+var tokenPattern = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
+
+func redact(s string) string { return tokenPattern.ReplaceAllString(s, "<redacted-token>") }
+
+// must runs a mutating command and turns a non-zero exit into an error
+// carrying the (redacted) output.
+func must(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, error) {
+	r, err := c.Run(ctx, cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", node, what, err)
+	}
+	if r.ExitCode != 0 {
+		return "", fmt.Errorf("%s: %s failed (exit %d):\n%s", node, what, r.ExitCode, tail(redact(string(r.Stdout)+string(r.Stderr)), 40))
+	}
+	return string(r.Stdout), nil
+}
+
+// query runs a read-only command; the exit code is the caller's business.
+func query(ctx context.Context, c *ssh.Client, cmd string) (string, int, error) {
+	r, err := c.Query(ctx, cmd)
+	if err != nil {
+		return "", 0, err
+	}
+	return string(r.Stdout), r.ExitCode, nil
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// quote makes s one shell word.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// unreachable logs that live state could not be read, so refresh keeps the
+// last known state instead of failing a whole refresh because one node is
+// powered off.
+func unreachable(ctx context.Context, node string, err error) {
+	p.GetLogger(ctx).Warningf("%s unreachable, keeping its last known state: %v", node, err)
+}

@@ -1,0 +1,232 @@
+package provider
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// EtcdMembers keeps etcd's membership equal to the control-plane nodes:
+// each member's name and peer URL as declared. A member whose node was
+// re-addressed gets its peer URL updated; a member of a node that is gone
+// or was rebuilt is removed (kubeadm #2095: a rebuilt node cannot re-join
+// while its stale member exists).
+type EtcdMembers struct{}
+
+type EtcdMember struct {
+	Name    string `pulumi:"name"`
+	PeerURL string `pulumi:"peerURL"`
+}
+
+type EtcdMembersArgs struct {
+	// Via lists control-plane nodes; the first that answers is used. etcd
+	// is reached through an SSH tunnel to its loopback client port, with
+	// the apiserver's etcd client certificate read from that node.
+	Via     []Connection `pulumi:"via"`
+	Members []EtcdMember `pulumi:"members"`
+}
+
+type EtcdMembersState struct {
+	EtcdMembersArgs
+	Live []EtcdMember `pulumi:"live"`
+}
+
+func (EtcdMembers) Annotate(a infer.Annotator) {
+	a.Describe(&EtcdMembers{}, "etcd's member list, kept equal to the control-plane nodes.")
+}
+
+type liveMember struct {
+	id uint64
+	EtcdMember
+}
+
+// withEtcd runs fn with a client to etcd on the first reachable node.
+func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) error) error {
+	var errs []error
+	for _, conn := range via {
+		err := func() error {
+			c, err := dial(ctx, conn)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			cli, err := etcdThrough(ctx, c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", conn.Node, err)
+			}
+			defer cli.Close()
+			return fn(cli)
+		}()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("no control-plane node's etcd answered: %v", errs)
+}
+
+func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
+	read := func(path string) ([]byte, error) { return c.Read(ctx, path) }
+	caPEM, err := read("/etc/kubernetes/pki/etcd/ca.crt")
+	if err != nil {
+		return nil, err
+	}
+	crt, err := read("/etc/kubernetes/pki/apiserver-etcd-client.crt")
+	if err != nil {
+		return nil, err
+	}
+	key, err := read("/etc/kubernetes/pki/apiserver-etcd-client.key")
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{"https://127.0.0.1:2379"},
+		DialTimeout: 10 * time.Second,
+		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return c.DialContext(ctx, "tcp", addr)
+		})},
+		Context: ctx,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cli, nil
+}
+
+func listMembers(ctx context.Context, cli *clientv3.Client) ([]liveMember, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []liveMember
+	for _, m := range resp.Members {
+		url := ""
+		if len(m.PeerURLs) > 0 {
+			url = m.PeerURLs[0]
+		}
+		out = append(out, liveMember{id: m.ID, EtcdMember: EtcdMember{Name: m.Name, PeerURL: url}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func plain(ms []liveMember) []EtcdMember {
+	out := []EtcdMember{}
+	for _, m := range ms {
+		out = append(out, m.EtcdMember)
+	}
+	return out
+}
+
+// converge fixes peer URLs and removes members that are not declared. A
+// member that has not started yet (empty name) is left alone: it is a join
+// in progress.
+func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, error) {
+	var live []liveMember
+	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client) error {
+		ms, err := listMembers(ctx, cli)
+		if err != nil {
+			return err
+		}
+		want := map[string]string{}
+		for _, m := range in.Members {
+			want[m.Name] = m.PeerURL
+		}
+		for _, m := range ms {
+			url, declared := want[m.Name]
+			switch {
+			case m.Name == "":
+			case !declared:
+				p.GetLogger(ctx).Warningf("removing etcd member %s (%s): not a declared control-plane node", m.Name, m.PeerURL)
+				if _, err := cli.MemberRemove(ctx, m.id); err != nil {
+					return fmt.Errorf("removing etcd member %s: %w", m.Name, err)
+				}
+			case url != m.PeerURL:
+				p.GetLogger(ctx).Infof("etcd member %s: peer URL %s -> %s", m.Name, m.PeerURL, url)
+				if _, err := cli.MemberUpdate(ctx, m.id, []string{url}); err != nil {
+					return fmt.Errorf("updating etcd member %s: %w", m.Name, err)
+				}
+			}
+		}
+		live, err = listMembers(ctx, cli)
+		return err
+	})
+	return plain(live), err
+}
+
+func (EtcdMembers) Create(ctx context.Context, req infer.CreateRequest[EtcdMembersArgs]) (infer.CreateResponse[EtcdMembersState], error) {
+	st := EtcdMembersState{EtcdMembersArgs: req.Inputs, Live: req.Inputs.Members}
+	if req.DryRun {
+		return infer.CreateResponse[EtcdMembersState]{ID: "etcd", Output: st}, nil
+	}
+	live, err := convergeMembers(ctx, req.Inputs)
+	st.Live = live
+	return infer.CreateResponse[EtcdMembersState]{ID: "etcd", Output: st}, err
+}
+
+func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersArgs, EtcdMembersState]) (infer.ReadResponse[EtcdMembersArgs, EtcdMembersState], error) {
+	st := req.State
+	err := withEtcd(ctx, st.Via, func(cli *clientv3.Client) error {
+		ms, err := listMembers(ctx, cli)
+		st.Live = plain(ms)
+		return err
+	})
+	if err != nil {
+		p.GetLogger(ctx).Warningf("etcd unreachable, keeping the last known members: %v", err)
+		st = req.State
+	}
+	return infer.ReadResponse[EtcdMembersArgs, EtcdMembersState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+}
+
+func sortedMembers(ms []EtcdMember) []EtcdMember {
+	out := slices.Clone(ms)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (EtcdMembers) Diff(ctx context.Context, req infer.DiffRequest[EtcdMembersArgs, EtcdMembersState]) (infer.DiffResponse, error) {
+	d := map[string]p.PropertyDiff{}
+	want := sortedMembers(req.Inputs.Members)
+	if !slices.Equal(want, sortedMembers(req.State.Live)) || !slices.Equal(want, sortedMembers(req.State.Members)) {
+		d["members"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if !slices.Equal(req.Inputs.Via, req.State.Via) {
+		d["via"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+}
+
+func (EtcdMembers) Update(ctx context.Context, req infer.UpdateRequest[EtcdMembersArgs, EtcdMembersState]) (infer.UpdateResponse[EtcdMembersState], error) {
+	st := EtcdMembersState{EtcdMembersArgs: req.Inputs, Live: req.Inputs.Members}
+	want := sortedMembers(req.Inputs.Members)
+	if req.DryRun || slices.Equal(want, sortedMembers(req.State.Live)) {
+		if !req.DryRun {
+			st.Live = req.State.Live
+		}
+		return infer.UpdateResponse[EtcdMembersState]{Output: st}, nil
+	}
+	live, err := convergeMembers(ctx, req.Inputs)
+	st.Live = live
+	return infer.UpdateResponse[EtcdMembersState]{Output: st}, err
+}

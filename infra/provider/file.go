@@ -1,0 +1,140 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// File is a file on a node. Its live state is its checksum and mode, so an
+// edit on the node shows up as drift and the next up puts it back.
+type File struct{}
+
+type FileArgs struct {
+	Connection Connection `pulumi:"connection"`
+	Path       string     `pulumi:"path"`
+	// Content is marked secret by the program for key material and tokens.
+	Content string `pulumi:"content"`
+	Mode    int    `pulumi:"mode"`
+	// OnChange runs after the file is written (e.g. `sysctl -e -p PATH`).
+	// It must be idempotent; it never runs when nothing changed.
+	OnChange string `pulumi:"onChange,optional"`
+}
+
+type FileState struct {
+	FileArgs
+	// Sha256 and LiveMode are what is on the node ("" when absent).
+	Sha256   string `pulumi:"sha256"`
+	LiveMode int    `pulumi:"liveMode"`
+}
+
+func (File) Annotate(a infer.Annotator) {
+	a.Describe(&File{}, "A file on a node, written atomically over SSH; its live checksum and mode are read back.")
+}
+
+func sum(content string) string {
+	s := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(s[:])
+}
+
+func (File) Create(ctx context.Context, req infer.CreateRequest[FileArgs]) (infer.CreateResponse[FileState], error) {
+	st := FileState{FileArgs: req.Inputs, Sha256: sum(req.Inputs.Content), LiveMode: req.Inputs.Mode}
+	id := req.Inputs.Connection.Node + ":" + req.Inputs.Path
+	if req.DryRun {
+		return infer.CreateResponse[FileState]{ID: id, Output: st}, nil
+	}
+	return infer.CreateResponse[FileState]{ID: id, Output: st}, writeFile(ctx, req.Inputs)
+}
+
+func writeFile(ctx context.Context, a FileArgs) error {
+	c, err := dial(ctx, a.Connection)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Upload(ctx, a.Path, []byte(a.Content), os.FileMode(a.Mode)); err != nil {
+		return fmt.Errorf("%s: writing %s: %w", a.Connection.Node, a.Path, err)
+	}
+	if a.OnChange != "" {
+		_, err = must(ctx, c, a.Connection.Node, "applying "+a.Path, a.OnChange)
+	}
+	return err
+}
+
+func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]) (infer.ReadResponse[FileArgs, FileState], error) {
+	st := req.State
+	c, err := dial(ctx, st.Connection)
+	if err != nil {
+		unreachable(ctx, st.Connection.Node, err)
+		return infer.ReadResponse[FileArgs, FileState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	defer c.Close()
+	out, code, err := query(ctx, c, "stat -c %a "+quote(st.Path)+" && sha256sum "+quote(st.Path))
+	if err != nil {
+		return infer.ReadResponse[FileArgs, FileState]{}, err
+	}
+	st.Sha256, st.LiveMode = "", 0
+	if code == 0 {
+		lines := strings.Fields(out)
+		if len(lines) >= 2 {
+			m, _ := strconv.ParseInt(lines[0], 8, 32)
+			st.LiveMode, st.Sha256 = int(m), lines[1]
+		}
+	}
+	return infer.ReadResponse[FileArgs, FileState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+}
+
+// Diff compares what should be on the node with what was last seen there:
+// content and mode against the live checksum and mode, so drift made on
+// the node is repaired even when the inputs did not change.
+func (File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
+	d := map[string]p.PropertyDiff{}
+	in, st := req.Inputs, req.State
+	if in.Connection.Node != st.Connection.Node || in.Path != st.Path {
+		d["path"] = p.PropertyDiff{Kind: p.UpdateReplace}
+	}
+	if sum(in.Content) != st.Sha256 {
+		d["content"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Mode != st.LiveMode {
+		d["mode"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Connection != st.Connection && d["path"].Kind == "" {
+		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+}
+
+func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileState]) (infer.UpdateResponse[FileState], error) {
+	st := FileState{FileArgs: req.Inputs, Sha256: sum(req.Inputs.Content), LiveMode: req.Inputs.Mode}
+	if req.DryRun {
+		return infer.UpdateResponse[FileState]{Output: st}, nil
+	}
+	old := req.State
+	// Only content or mode drift costs a write; a changed connection alone
+	// (a new key, a re-addressed node) does not touch the node.
+	if sum(req.Inputs.Content) != old.Sha256 || req.Inputs.Mode != old.LiveMode {
+		if err := writeFile(ctx, req.Inputs); err != nil {
+			return infer.UpdateResponse[FileState]{}, err
+		}
+	}
+	return infer.UpdateResponse[FileState]{Output: st}, nil
+}
+
+func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
+	c, err := dial(ctx, req.State.Connection)
+	if err != nil {
+		unreachable(ctx, req.State.Connection.Node, err)
+		return infer.DeleteResponse{}, nil
+	}
+	defer c.Close()
+	_, err = must(ctx, c, req.State.Connection.Node, "removing "+req.State.Path, "rm -f "+quote(req.State.Path))
+	return infer.DeleteResponse{}, err
+}

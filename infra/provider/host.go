@@ -1,0 +1,189 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// Host is a machine of the inventory as it really is: reachable with its
+// host key verified, its hostname, addresses, NICs, OS, kernel, installed
+// versions and GPUs. It changes nothing on the node; it exists so preview
+// shows hardware changes (a new MAC, a new address) and so later steps fail
+// early, naming what is missing.
+type Host struct{}
+
+type HostArgs struct {
+	Connection Connection `pulumi:"connection"`
+	// Address and MAC are what the inventory declares.
+	Address string `pulumi:"address"`
+	MAC     string `pulumi:"mac,optional"`
+	// Requires lists commands the node must have (kubeadm, kubelet, ...).
+	Requires []string `pulumi:"requires,optional"`
+}
+
+type HostState struct {
+	HostArgs
+	Hostname  string            `pulumi:"hostname"`
+	Addresses []string          `pulumi:"addresses"`
+	MACs      []string          `pulumi:"macs"`
+	OS        string            `pulumi:"os"`
+	Kernel    string            `pulumi:"kernel"`
+	Versions  map[string]string `pulumi:"versions"`
+	GPUs      []string          `pulumi:"gpus"`
+	Missing   []string          `pulumi:"missing"`
+}
+
+func (Host) Annotate(a infer.Annotator) {
+	a.Describe(&Host{}, "A node's live facts, read over SSH with its host key verified. Changes nothing.")
+}
+
+// factsScript prints key=value lines; read-only. The VIP is a secondary
+// address of its holder: leaving secondaries out keeps the facts stable
+// while the VIP moves.
+const factsScript = `echo "hostname=$(hostname)"
+echo "kernel=$(uname -r)"
+( . /etc/os-release 2>/dev/null; echo "os=$PRETTY_NAME" )
+for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
+ip -o -4 addr show scope global 2>/dev/null | grep -v ' secondary ' | while read -r _ _ _ a _; do echo "addr=${a%%/*}"; done
+command -v kubeadm >/dev/null && echo "version.kubeadm=$(kubeadm version -o short 2>/dev/null)"
+command -v kubelet >/dev/null && echo "version.kubelet=$(kubelet --version 2>/dev/null | awk '{print $2}')"
+command -v keepalived >/dev/null && echo "version.keepalived=$(keepalived --version 2>&1 | head -1 | awk '{print $2}')"
+command -v containerd >/dev/null && echo "version.containerd=$(containerd --version 2>/dev/null | awk '{print $3}')"
+command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
+true`
+
+func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infer.CreateResponse[HostState], error) {
+	st, err := readFacts(ctx, req.Inputs)
+	if err != nil {
+		return infer.CreateResponse[HostState]{}, err
+	}
+	if err := st.check(); err != nil {
+		return infer.CreateResponse[HostState]{}, err
+	}
+	return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: st}, nil
+}
+
+func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
+	st := HostState{HostArgs: in, Versions: map[string]string{}}
+	c, err := dial(ctx, in.Connection)
+	if err != nil {
+		return st, err
+	}
+	defer c.Close()
+	script := factsScript
+	for _, cmd := range in.Requires {
+		script += "\ncommand -v " + quote(cmd) + " >/dev/null || echo missing=" + quote(cmd)
+	}
+	out, _, err := query(ctx, c, script)
+	if err != nil {
+		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "hostname":
+			st.Hostname = v
+		case k == "kernel":
+			st.Kernel = v
+		case k == "os":
+			st.OS = v
+		case k == "mac":
+			st.MACs = append(st.MACs, v)
+		case k == "addr":
+			st.Addresses = append(st.Addresses, v)
+		case k == "gpu":
+			st.GPUs = append(st.GPUs, v)
+		case k == "missing":
+			st.Missing = append(st.Missing, v)
+		case strings.HasPrefix(k, "version."):
+			st.Versions[strings.TrimPrefix(k, "version.")] = v
+		}
+	}
+	sort.Strings(st.MACs)
+	sort.Strings(st.Addresses)
+	return st, nil
+}
+
+// check fails when the machine is not the one declared or lacks a tool.
+func (st HostState) check() error {
+	node := st.Connection.Node
+	var problems []string
+	if len(st.Missing) > 0 {
+		problems = append(problems, fmt.Sprintf("lacks %s: install kubeadm, kubelet and kubectl from pkgs.k8s.io, a container runtime, and keepalived on control-plane nodes", strings.Join(st.Missing, ", ")))
+	}
+	if !slices.Contains(st.Addresses, st.Address) {
+		problems = append(problems, fmt.Sprintf("does not have its declared address %s (it has %v): fix the node's network or the inventory", st.Address, st.Addresses))
+	}
+	if st.MAC != "" && !st.hasMAC(st.MAC) {
+		problems = append(problems, fmt.Sprintf("has no NIC with the declared MAC %s (it has %v): a replaced NIC? update nodes[].mac in the inventory", st.MAC, st.MACs))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s %s", node, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (st HostState) hasMAC(mac string) bool {
+	want, err := net.ParseMAC(mac)
+	if err != nil {
+		return false
+	}
+	for _, m := range st.MACs {
+		if got, err := net.ParseMAC(m); err == nil && got.String() == want.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]) (infer.ReadResponse[HostArgs, HostState], error) {
+	st, err := readFacts(ctx, req.State.HostArgs)
+	if err != nil {
+		unreachable(ctx, req.State.Connection.Node, err)
+		st = req.State
+	}
+	return infer.ReadResponse[HostArgs, HostState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+}
+
+// Diff shows a hardware change on this node alone: a declared address or
+// MAC that differs from the last one seen live.
+func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]) (infer.DiffResponse, error) {
+	d := map[string]p.PropertyDiff{}
+	in, st := req.Inputs, req.State
+	if in.Address != st.Address || !slices.Contains(st.Addresses, in.Address) {
+		d["address"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.MAC != st.MAC || (in.MAC != "" && !st.hasMAC(in.MAC)) {
+		d["mac"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Connection != st.Connection {
+		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if !slices.Equal(in.Requires, st.Requires) || len(st.Missing) > 0 {
+		d["requires"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+}
+
+func (Host) Update(ctx context.Context, req infer.UpdateRequest[HostArgs, HostState]) (infer.UpdateResponse[HostState], error) {
+	if req.DryRun {
+		st := req.State
+		st.HostArgs = req.Inputs
+		return infer.UpdateResponse[HostState]{Output: st}, nil
+	}
+	st, err := readFacts(ctx, req.Inputs)
+	if err != nil {
+		return infer.UpdateResponse[HostState]{}, err
+	}
+	return infer.UpdateResponse[HostState]{Output: st}, st.check()
+}

@@ -1,0 +1,46 @@
+// Package provider is pulumi-resource-homelab: Pulumi resources that act on
+// homelab nodes over SSH and read their live state back, so `preview
+// --refresh` shows real drift (a changed file, a stopped service, a swapped
+// NIC, a missing etcd member) instead of re-running opaque commands.
+package provider
+
+import (
+	"context"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+)
+
+// Name is the package name in type tokens (homelab:index:File).
+const Name = "homelab"
+
+// Version of the provider plugin.
+const Version = "0.1.0"
+
+// New builds the provider.
+func New() (p.Provider, error) {
+	return infer.NewProviderBuilder().
+		WithNamespace("homelab-dev").
+		WithDisplayName("homelab").
+		WithDescription("Converge homelab machines to a highly available Kubernetes cluster over SSH.").
+		WithResources(
+			infer.Resource(&Host{}),
+			infer.Resource(&File{}),
+			infer.Resource(&Service{}),
+			infer.Resource(&KubeadmInit{}),
+			infer.Resource(&KubeadmJoin{}),
+			infer.Resource(&NodeMeta{}),
+			infer.Resource(&Manifest{}),
+			infer.Resource(&EtcdMembers{}),
+		).
+		Build()
+}
+
+// Serve runs the provider plugin (the engine starts it and talks gRPC).
+func Serve(ctx context.Context) error {
+	prov, err := New()
+	if err != nil {
+		return err
+	}
+	return p.RunProvider(ctx, Name, Version, prov)
+}

@@ -1,0 +1,270 @@
+// Package stack runs the Pulumi program through the Automation API with an
+// inline program: the language runtime is hosted in this process, so only
+// the pulumi CLI binary is needed (the Go language host cannot be had on
+// every machine), and the provider is this very binary under the name the
+// engine looks for.
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+
+	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+// ProviderBinary is the name the engine runs the provider plugin by.
+const ProviderBinary = "pulumi-resource-" + provider.Name
+
+// Options locate the inventory, the secrets and the state.
+type Options struct {
+	Inventory string
+	// Secrets is the bundle file; default <StateDir>/<stack>/secrets.yaml,
+	// generated on first use.
+	Secrets string
+	// StateDir holds the local backend, the passphrase and the work dir.
+	StateDir string
+	// Stack name; default the inventory's cluster name.
+	Stack string
+	// Progress receives the engine's progress output.
+	Progress io.Writer
+}
+
+// DefaultStateDir is $HOMELAB_STATE_DIR, else $XDG_STATE_HOME/homelab, else
+// ~/.local/state/homelab.
+func DefaultStateDir() string {
+	if d := os.Getenv("HOMELAB_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "homelab")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "homelab")
+}
+
+// Stack is an opened stack, ready for up, preview, refresh or destroy.
+type Stack struct {
+	s        auto.Stack
+	opts     Options
+	Inv      *inventory.Inventory
+	Bundle   *pki.Bundle
+	progress io.Writer
+}
+
+// Open validates the inventory, loads (or creates) the secrets bundle, and
+// selects the stack with its config set.
+func Open(ctx context.Context, o Options) (*Stack, error) {
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir()
+	}
+	invPath, err := filepath.Abs(o.Inventory)
+	if err != nil {
+		return nil, err
+	}
+	inv, warnings, err := inventory.Load(invPath)
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(progress, "warning: %s\n", w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Stack == "" {
+		o.Stack = inv.Cluster.Name
+	}
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	bundle, bundleYAML, err := loadOrCreateBundle(o, progress)
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+	if err != nil {
+		return nil, fmt.Errorf("ssh.privateKey: %w", err)
+	}
+	env, err := environment(o)
+	if err != nil {
+		return nil, err
+	}
+	pulumiCmd, err := pulumiCommand()
+	if err != nil {
+		return nil, err
+	}
+	pluginDir, err := providerPlugin(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	workDir := filepath.Join(o.StateDir, "work")
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, err
+	}
+	proj := workspace.Project{
+		Name:    tokens.PackageName("homelab"),
+		Runtime: workspace.NewProjectRuntimeInfo("go", nil),
+		Plugins: &workspace.Plugins{Providers: []workspace.PluginOptions{{Name: provider.Name, Path: pluginDir}}},
+	}
+	s, err := auto.UpsertStackInlineSource(ctx, o.Stack, "homelab", program.Main,
+		auto.Project(proj), auto.WorkDir(workDir), auto.EnvVars(env), auto.Pulumi(pulumiCmd),
+		auto.SecretsProvider("passphrase"))
+	if err != nil {
+		return nil, fmt.Errorf("opening stack %s: %w", o.Stack, err)
+	}
+	cfg := auto.ConfigMap{
+		program.KeyInventory:     {Value: invPath},
+		program.KeySecrets:       {Value: bundleYAML, Secret: true},
+		program.KeySSHPrivateKey: {Value: string(key), Secret: true},
+		program.KeyKnownHosts:    {Value: program.ExpandHome(inv.SSH.KnownHosts)},
+	}
+	if err := s.SetAllConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("setting stack config: %w", err)
+	}
+	return &Stack{s: s, opts: o, Inv: inv, Bundle: bundle, progress: progress}, nil
+}
+
+func loadOrCreateBundle(o Options, progress io.Writer) (*pki.Bundle, string, error) {
+	path := o.Secrets
+	if path == "" {
+		path = filepath.Join(o.StateDir, o.Stack, "secrets.yaml")
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && o.Secrets == "" {
+		b, err := pki.New()
+		if err != nil {
+			return nil, "", err
+		}
+		if data, err = b.Marshal(); err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(progress, "created the cluster's secrets bundle %s (0600): back it up, it is the cluster's root of trust\n", path)
+		return b, string(data), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := pki.Parse(data)
+	return b, string(data), err
+}
+
+// environment keeps the engine offline and local: no update checks, no
+// plugin downloads, a file backend under the state dir unless the user
+// chose another, and a passphrase for secrets kept 0600 beside it.
+func environment(o Options) (map[string]string, error) {
+	env := map[string]string{
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_HOME": filepath.Join(o.StateDir, "pulumi-home"),
+	}
+	if os.Getenv("PULUMI_BACKEND_URL") == "" {
+		dir := filepath.Join(o.StateDir, "backend")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		env["PULUMI_BACKEND_URL"] = "file://" + dir
+	}
+	if os.Getenv("PULUMI_CONFIG_PASSPHRASE") == "" && os.Getenv("PULUMI_CONFIG_PASSPHRASE_FILE") == "" {
+		file := filepath.Join(o.StateDir, "passphrase")
+		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			buf := make([]byte, 24)
+			if _, err := rand.Read(buf); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(file, []byte(hex.EncodeToString(buf)), 0o600); err != nil {
+				return nil, err
+			}
+		}
+		env["PULUMI_CONFIG_PASSPHRASE_FILE"] = file
+	}
+	return env, nil
+}
+
+// pulumiCommand finds the pulumi CLI on PATH or in the tool cache.
+func pulumiCommand() (auto.PulumiCommand, error) {
+	if _, err := exec.LookPath("pulumi"); err != nil {
+		dir := tools.Dir("pulumi")
+		if _, err := os.Stat(filepath.Join(dir, "pulumi")); err != nil {
+			return nil, fmt.Errorf("the pulumi CLI is not on PATH nor in %s: run infra/tools/build-pulumi.sh", dir)
+		}
+		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return auto.NewPulumiCommand(&auto.PulumiCommandOptions{SkipVersionCheck: true})
+}
+
+// providerPlugin points the engine at this binary: a link named
+// pulumi-resource-homelab, which main() recognises and serves the provider.
+func providerPlugin(stateDir string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(stateDir, "plugins")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	link := filepath.Join(dir, ProviderBinary)
+	if cur, err := os.Readlink(link); err == nil && cur == self {
+		return dir, nil
+	}
+	os.Remove(link)
+	return dir, os.Symlink(self, link)
+}
+
+// Up converges the homelab. With refresh, live state is read first so
+// drift on the nodes is repaired too.
+func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
+	opts := []optup.Option{optup.ProgressStreams(s.progress), optup.ErrorProgressStreams(s.progress)}
+	if refresh {
+		opts = append(opts, optup.Refresh())
+	}
+	return s.s.Up(ctx, opts...)
+}
+
+// Preview shows what Up would change.
+func (s *Stack) Preview(ctx context.Context, refresh bool) (auto.PreviewResult, error) {
+	opts := []optpreview.Option{optpreview.ProgressStreams(s.progress), optpreview.ErrorProgressStreams(s.progress), optpreview.Diff()}
+	if refresh {
+		opts = append(opts, optpreview.Refresh())
+	}
+	return s.s.Preview(ctx, opts...)
+}
+
+// Refresh reads every resource's live state into the stack.
+func (s *Stack) Refresh(ctx context.Context) (auto.RefreshResult, error) {
+	return s.s.Refresh(ctx, optrefresh.ProgressStreams(s.progress), optrefresh.ErrorProgressStreams(s.progress))
+}
+
+// Destroy resets the nodes (kubeadm reset, files removed).
+func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
+	return s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
+}
+
+// Outputs returns the stack outputs (secrets in plain text: handle with care).
+func (s *Stack) Outputs(ctx context.Context) (auto.OutputMap, error) { return s.s.Outputs(ctx) }
