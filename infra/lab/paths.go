@@ -1,0 +1,110 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// DefaultDir holds the lab's disks, keys and state. It must not lie under
+	// a directory the nodes overlay: overlayfs refuses an upper directory
+	// inside its own lower layer, and a node would see the others' disks.
+	DefaultDir = "/srv/homelab-lab"
+	// EnvDir overrides DefaultDir.
+	EnvDir = "HOMELAB_LAB_DIR"
+
+	BridgeNetns  = "hl-br"
+	GatewayNetns = "hl-gw"
+	netnsPrefix  = "hl-"
+	bridgeName   = "br0"
+	// marker proves a directory is a lab's before down removes it.
+	marker = ".homelab-lab"
+)
+
+// overlaid are the node directories each node gets its own copy of.
+var overlaid = []string{"etc", "var", "opt", "usr", "root"}
+
+// forbiddenParents are where the lab directory must not live: the overlaid
+// directories and those that are per-node or virtual in a node.
+var forbiddenParents = []string{"/etc", "/var", "/opt", "/usr", "/root", "/run", "/tmp", "/proc", "/sys", "/dev", "/bin", "/sbin", "/lib", "/lib64", "/boot"}
+
+// Lab is one emulated homelab on this machine, identified by its directory.
+type Lab struct {
+	Dir string
+	// Log receives progress (building binaries, booting nodes).
+	Log io.Writer
+}
+
+// Open returns the lab in dir, or in $HOMELAB_LAB_DIR, or in DefaultDir.
+func Open(dir string) (*Lab, error) {
+	if dir == "" {
+		dir = os.Getenv(EnvDir)
+	}
+	if dir == "" {
+		dir = DefaultDir
+	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
+	return &Lab{Dir: filepath.Clean(dir), Log: os.Stderr}, nil
+}
+
+func checkDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("lab directory %q must be an absolute path", dir)
+	}
+	clean := filepath.Clean(dir)
+	// A symlinked parent could still put the disks under /var.
+	if real, err := filepath.EvalSymlinks(filepath.Dir(clean)); err == nil {
+		clean = filepath.Join(real, filepath.Base(clean))
+	}
+	if clean == "/" {
+		return fmt.Errorf("lab directory cannot be /")
+	}
+	for _, p := range forbiddenParents {
+		if clean == p || strings.HasPrefix(clean, p+"/") {
+			return fmt.Errorf("lab directory %s lies under %s, which every node overlays or hides; use a directory such as %s ($%s)", dir, p, DefaultDir, EnvDir)
+		}
+	}
+	return nil
+}
+
+func (l *Lab) logf(format string, args ...any) {
+	if l.Log != nil {
+		fmt.Fprintf(l.Log, format+"\n", args...)
+	}
+}
+
+func (l *Lab) statePath() string      { return filepath.Join(l.Dir, "state.json") }
+func (l *Lab) lockPath() string       { return filepath.Join(l.Dir, "lock") }
+func (l *Lab) markerPath() string     { return filepath.Join(l.Dir, marker) }
+func (l *Lab) sshDir() string         { return filepath.Join(l.Dir, "ssh") }
+func (l *Lab) KeyPath() string        { return filepath.Join(l.sshDir(), "id_ed25519") }
+func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_hosts") }
+func (l *Lab) toolsDir() string       { return filepath.Join(l.Dir, "tools") }
+func (l *Lab) baseDir() string        { return filepath.Join(l.Dir, "base") }
+func (l *Lab) nodeDir(name string) string {
+	return filepath.Join(l.Dir, "nodes", name)
+}
+func (l *Lab) diskDir(name string) string { return filepath.Join(l.nodeDir(name), "disk") }
+func (l *Lab) consolePath(name string) string {
+	return filepath.Join(l.nodeDir(name), "console.log")
+}
+func (l *Lab) bootSpecPath(name string) string {
+	return filepath.Join(l.nodeDir(name), "boot.json")
+}
+
+// upperDir is where a node's writes to /DIR land.
+func (l *Lab) upperDir(name, dir string) string {
+	return filepath.Join(l.diskDir(name), dir, "upper")
+}
+
+func (l *Lab) workDir(name, dir string) string {
+	return filepath.Join(l.diskDir(name), dir, "work")
+}
+
+// NetnsName is the network namespace of a node.
+func NetnsName(node string) string { return netnsPrefix + node }

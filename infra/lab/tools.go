@@ -1,0 +1,276 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/tools"
+)
+
+const (
+	modulePath = "github.com/homelab-dev/homelab"
+	// EnvNodeBin names a prebuilt homelab-node binary to use instead of
+	// building ./cmd/homelab-node.
+	EnvNodeBin = "HOMELAB_NODE_BIN"
+	// EnvKubeDir and EnvEtcdDir name directories holding prebuilt binaries
+	// instead of running infra/tools/build-*.sh.
+	EnvKubeDir = "HOMELAB_KUBE_DIR"
+	EnvEtcdDir = "HOMELAB_ETCD_DIR"
+)
+
+var (
+	kubeBins = []string{"kubeadm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+	etcdBins = []string{"etcd", "etcdctl"}
+	// etcdVersion is what kubeadm 1.34 deploys (build-etcd.sh's default).
+	etcdVersion = tools.EtcdVersion
+	// standIns are the names the homelab-node multi-call binary answers to.
+	standIns = []string{"kubelet", "systemctl", "containerd"}
+)
+
+// repoRoot finds this module's checkout from the working directory up.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not inside a checkout of %s: run from the repository or set $%s, $%s and $%s", modulePath, EnvNodeBin, EnvKubeDir, EnvEtcdDir)
+		}
+		dir = parent
+	}
+}
+
+// buildScript runs infra/tools/build-NAME.sh, which reuses its cache and
+// prints the directory holding the binaries; its progress goes to the log.
+func (l *Lab) buildScript(root, name string, env ...string) (string, error) {
+	cmd := exec.Command("bash", filepath.Join(root, "infra/tools", "build-"+name+".sh"))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = l.logWriter()
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("infra/tools/build-%s.sh: %w", name, err)
+	}
+	dir := strings.TrimSpace(lastLine(out.String()))
+	if d := time.Since(start); d > 5*time.Second {
+		l.logf("lab: %s binaries ready in %s", name, d.Round(time.Second))
+	}
+	return dir, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func (l *Lab) logWriter() io.Writer {
+	if l.Log == nil {
+		return io.Discard
+	}
+	return l.Log
+}
+
+// binDir returns a directory with all the named binaries: the override,
+// else what the build script prints (it builds on first use).
+func (l *Lab) binDir(env, script string, bins []string, root string, rootErr error, cached string, scriptEnv ...string) (string, error) {
+	if d := os.Getenv(env); d != "" {
+		return d, checkBins(d, bins)
+	}
+	if rootErr != nil {
+		// Outside a checkout, what an earlier build cached still serves.
+		if d := filepath.Join(toolCache(), cached); checkBins(d, bins) == nil {
+			return d, nil
+		}
+		return "", rootErr
+	}
+	d, err := l.buildScript(root, script, scriptEnv...)
+	if err != nil {
+		return "", err
+	}
+	return d, checkBins(d, bins)
+}
+
+// toolCache is where infra/tools/build-*.sh cache their builds.
+func toolCache() string { return filepath.Join(tools.CacheDir(), "tools") }
+
+func checkBins(dir string, bins []string) error {
+	for _, b := range bins {
+		st, err := os.Stat(filepath.Join(dir, b))
+		if err != nil || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s has no executable %s", dir, b)
+		}
+	}
+	return nil
+}
+
+// nodeBinary returns the homelab-node binary, rebuilt only when a source
+// file it depends on is newer than the last build (a relink costs seconds
+// on two cores; lab up should not).
+func (l *Lab) nodeBinary(root string, rootErr error) (string, error) {
+	if p := os.Getenv(EnvNodeBin); p != "" {
+		return p, checkBins(filepath.Dir(p), []string{filepath.Base(p)})
+	}
+	if rootErr != nil {
+		return "", rootErr
+	}
+	// Cached outside the lab directory, which down removes, and per
+	// checkout, since staleness is judged by this checkout's sources.
+	sum := sha256.Sum256([]byte(root))
+	out := filepath.Join(toolCache(), "homelab-node", hex.EncodeToString(sum[:6]), "homelab-node")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(out); err == nil {
+		newest, err := newestSource(root, "./cmd/homelab-node")
+		if err == nil && !newest.After(st.ModTime()) {
+			return out, nil
+		}
+	}
+	l.logf("lab: building homelab-node (the kubelet, systemctl, containerd and init stand-ins)")
+	cmd := exec.Command("go", "build", "-o", out+".tmp", "./cmd/homelab-node")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout = l.logWriter()
+	cmd.Stderr = l.logWriter()
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/homelab-node: %w", err)
+	}
+	return out, os.Rename(out+".tmp", out)
+}
+
+// newestSource returns the newest modification time among the module's
+// own source files a package depends on, and go.mod/go.sum.
+func newestSource(root, pkg string) (time.Time, error) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", pkg)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return time.Time{}, err
+	}
+	var newest time.Time
+	consider := func(p string) {
+		if st, err := os.Stat(p); err == nil && st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+	}
+	consider(filepath.Join(root, "go.mod"))
+	consider(filepath.Join(root, "go.sum"))
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		dir := strings.TrimSpace(sc.Text())
+		if dir == "" {
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !e.IsDir() {
+				consider(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return newest, nil
+}
+
+// buildTools assembles the read-only layer laid over every node's /usr:
+// the real binaries where a package would put them, and the homelab-node
+// stand-ins under the names a node calls them by.
+func (l *Lab) buildTools(kubeVersion string) (string, error) {
+	root, rootErr := repoRoot()
+	kube, err := l.binDir(EnvKubeDir, "kube", kubeBins, root, rootErr, "kubernetes-"+kubeVersion, "KUBE_VERSION="+kubeVersion)
+	if err != nil {
+		return "", err
+	}
+	etcd, err := l.binDir(EnvEtcdDir, "etcd", etcdBins, root, rootErr, "etcd-"+etcdVersion)
+	if err != nil {
+		return "", err
+	}
+	node, err := l.nodeBinary(root, rootErr)
+	if err != nil {
+		return "", err
+	}
+	dir := l.toolsDir()
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, "usr", "bin")
+	local := filepath.Join(tmp, "usr", "local", "bin")
+	for _, d := range []string{bin, local} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	for _, b := range kubeBins {
+		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
+			return "", err
+		}
+	}
+	for _, b := range etcdBins {
+		if err := linkOrCopy(filepath.Join(etcd, b), filepath.Join(bin, b)); err != nil {
+			return "", err
+		}
+	}
+	if err := linkOrCopy(node, filepath.Join(local, "homelab-node")); err != nil {
+		return "", err
+	}
+	// Hard links, not symlinks: a multi-call binary that looks at
+	// /proc/self/exe sees the name it was started by only this way.
+	for _, b := range standIns {
+		if err := linkOrCopy(node, filepath.Join(bin, b)); err != nil {
+			return "", err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(tmp, dir)
+}
+
+// linkOrCopy hard-links (instant, no space) or copies across filesystems.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrExist) && !isCrossDevice(err) {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func isCrossDevice(err error) bool {
+	var le *os.LinkError
+	return errors.As(err, &le) && strings.Contains(le.Err.Error(), "cross-device")
+}
