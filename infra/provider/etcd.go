@@ -40,11 +40,12 @@ type EtcdMembersArgs struct {
 
 type EtcdMembersState struct {
 	EtcdMembersArgs
-	Live []EtcdMember `pulumi:"live"`
+	Live []EtcdMember `pulumi:"live,optional"`
 }
 
-func (EtcdMembers) Annotate(a infer.Annotator) {
-	a.Describe(&EtcdMembers{}, "etcd's member list, kept equal to the control-plane nodes.")
+func (e *EtcdMembers) Annotate(a infer.Annotator) {
+	a.Describe(&e, "etcd's member list, kept equal to the control-plane nodes.")
+	a.SetToken("index", "EtcdMembers")
 }
 
 type liveMember struct {

@@ -35,8 +35,9 @@ type FileState struct {
 	LiveMode int    `pulumi:"liveMode"`
 }
 
-func (File) Annotate(a infer.Annotator) {
-	a.Describe(&File{}, "A file on a node, written atomically over SSH; its live checksum and mode are read back.")
+func (f *File) Annotate(a infer.Annotator) {
+	a.Describe(&f, "A file on a node, written atomically over SSH; its live checksum and mode are read back.")
+	a.SetToken("index", "File")
 }
 
 func sum(content string) string {

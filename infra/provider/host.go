@@ -31,17 +31,18 @@ type HostArgs struct {
 type HostState struct {
 	HostArgs
 	Hostname  string            `pulumi:"hostname"`
-	Addresses []string          `pulumi:"addresses"`
-	MACs      []string          `pulumi:"macs"`
+	Addresses []string          `pulumi:"addresses,optional"`
+	MACs      []string          `pulumi:"macs,optional"`
 	OS        string            `pulumi:"os"`
 	Kernel    string            `pulumi:"kernel"`
-	Versions  map[string]string `pulumi:"versions"`
-	GPUs      []string          `pulumi:"gpus"`
-	Missing   []string          `pulumi:"missing"`
+	Versions  map[string]string `pulumi:"versions,optional"`
+	GPUs      []string          `pulumi:"gpus,optional"`
+	Missing   []string          `pulumi:"missing,optional"`
 }
 
-func (Host) Annotate(a infer.Annotator) {
-	a.Describe(&Host{}, "A node's live facts, read over SSH with its host key verified. Changes nothing.")
+func (h *Host) Annotate(a infer.Annotator) {
+	a.Describe(&h, "A node's live facts, read over SSH with its host key verified. Changes nothing.")
+	a.SetToken("index", "Host")
 }
 
 // factsScript prints key=value lines; read-only. The VIP is a secondary
@@ -60,6 +61,9 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
 true`
 
 func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infer.CreateResponse[HostState], error) {
+	if req.DryRun {
+		return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: HostState{HostArgs: req.Inputs}}, nil
+	}
 	st, err := readFacts(ctx, req.Inputs)
 	if err != nil {
 		return infer.CreateResponse[HostState]{}, err

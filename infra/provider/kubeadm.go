@@ -30,8 +30,9 @@ type KubeadmInitState struct {
 	AdminKubeconfig string `pulumi:"adminKubeconfig" provider:"secret"`
 }
 
-func (KubeadmInit) Annotate(a infer.Annotator) {
-	a.Describe(&KubeadmInit{}, "kubeadm init on the first control-plane node; reads back whether the control plane is initialised.")
+func (k *KubeadmInit) Annotate(a infer.Annotator) {
+	a.Describe(&k, "kubeadm init on the first control-plane node; reads back whether the control plane is initialised.")
+	a.SetToken("index", "KubeadmInit")
 }
 
 const (
@@ -226,8 +227,9 @@ type KubeadmJoinState struct {
 	Joined bool `pulumi:"joined"`
 }
 
-func (KubeadmJoin) Annotate(a infer.Annotator) {
-	a.Describe(&KubeadmJoin{}, "kubeadm join of a node; reads back whether the node is joined.")
+func (k *KubeadmJoin) Annotate(a infer.Annotator) {
+	a.Describe(&k, "kubeadm join of a node; reads back whether the node is joined.")
+	a.SetToken("index", "KubeadmJoin")
 }
 
 func (j KubeadmJoinArgs) complete() []string {

@@ -36,12 +36,13 @@ type NodeMetaArgs struct {
 type NodeMetaState struct {
 	NodeMetaArgs
 	// LiveLabels and LiveTaints are the managed keys' values on the Node.
-	LiveLabels map[string]string `pulumi:"liveLabels"`
-	LiveTaints []Taint           `pulumi:"liveTaints"`
+	LiveLabels map[string]string `pulumi:"liveLabels,optional"`
+	LiveTaints []Taint           `pulumi:"liveTaints,optional"`
 }
 
-func (NodeMeta) Annotate(a infer.Annotator) {
-	a.Describe(&NodeMeta{}, "Labels and taints of a Node, kept as declared.")
+func (n *NodeMeta) Annotate(a infer.Annotator) {
+	a.Describe(&n, "Labels and taints of a Node, kept as declared.")
+	a.SetToken("index", "NodeMeta")
 }
 
 type nodeJSON struct {
@@ -228,8 +229,9 @@ type ManifestState struct {
 	Exists bool `pulumi:"exists"`
 }
 
-func (Manifest) Annotate(a infer.Annotator) {
-	a.Describe(&Manifest{}, "A Kubernetes object applied with kubectl on a control-plane node.")
+func (m *Manifest) Annotate(a infer.Annotator) {
+	a.Describe(&m, "A Kubernetes object applied with kubectl on a control-plane node.")
+	a.SetToken("index", "Manifest")
 }
 
 func applyManifest(ctx context.Context, in ManifestArgs) error {

@@ -25,8 +25,9 @@ type ServiceState struct {
 	Active  bool `pulumi:"active"`
 }
 
-func (Service) Annotate(a infer.Annotator) {
-	a.Describe(&Service{}, "A systemd unit on a node, enabled and running; restarted when its trigger changes.")
+func (s *Service) Annotate(a infer.Annotator) {
+	a.Describe(&s, "A systemd unit on a node, enabled and running; restarted when its trigger changes.")
+	a.SetToken("index", "Service")
 }
 
 func (Service) Create(ctx context.Context, req infer.CreateRequest[ServiceArgs]) (infer.CreateResponse[ServiceState], error) {
