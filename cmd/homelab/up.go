@@ -123,11 +123,15 @@ func newPreviewCommand() *cobra.Command {
 				return err
 			}
 			defer cancel()
-			res, err := s.Preview(ctx, refresh)
+			changes, err := s.PreviewChanges(ctx, refresh)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\npreview: %v\n", res.ChangeSummary)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "\n%d change(s):\n", len(changes))
+			for _, c := range changes {
+				fmt.Fprintf(out, "  %s\n", c)
+			}
 			return nil
 		},
 	}

@@ -11,11 +11,6 @@ import (
 	"time"
 )
 
-// EnvE2E gates the tests that build a lab: they need root, make network
-// namespaces and mounts, and the kube and etcd binaries (built on first use
-// by infra/tools, about 15 minutes cold).
-const EnvE2E = "HOMELAB_E2E"
-
 // EnvKeep keeps a failed test's lab up for inspection.
 const EnvKeep = "HOMELAB_E2E_KEEP"
 

@@ -108,3 +108,8 @@ func (l *Lab) workDir(name, dir string) string {
 
 // NetnsName is the network namespace of a node.
 func NetnsName(node string) string { return netnsPrefix + node }
+
+// EnvE2E gates the tests that build a lab: they need root, make network
+// namespaces and mounts, and the kube and etcd binaries (built on first use
+// by infra/tools, about 15 minutes cold).
+const EnvE2E = "HOMELAB_E2E"

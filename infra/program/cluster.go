@@ -83,7 +83,9 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		"configPath":      pulumi.String(kubeadm.InitConfigPath),
 		"configSha":       pulumi.String(sha(contentOf(initFiles, kubeadm.InitConfigPath))),
 		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
-	}, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps))
+	}, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps),
+		// cluster-admin credentials: encrypted in state, never shown.
+		pulumi.AdditionalSecretOutputs([]string{"adminKubeconfig"}))
 	if err != nil {
 		return nil, err
 	}

@@ -12,14 +12,20 @@ import (
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
+// Project is the Pulumi project's name. It differs from the provider's
+// package name (homelab) on purpose: the engine hands a package's config
+// namespace to its provider, and the program's config (paths, the bundle)
+// is none of the provider's business.
+const Project = "homelab-cluster"
+
 // Stack configuration keys. The bundle and the SSH key are secret config
 // values: Pulumi encrypts them in the stack's config and state.
 const (
-	KeyInventory       = "homelab:inventory"
-	KeySecrets         = "homelab:secrets"
-	KeySSHPrivateKey   = "homelab:sshPrivateKey"
-	KeyKnownHosts      = "homelab:knownHosts"
-	KeyIgnorePreflight = "homelab:ignorePreflight"
+	KeyInventory       = Project + ":inventory"
+	KeySecrets         = Project + ":secrets"
+	KeySSHPrivateKey   = Project + ":sshPrivateKey"
+	KeyKnownHosts      = Project + ":knownHosts"
+	KeyIgnorePreflight = Project + ":ignorePreflight"
 )
 
 // Main is the program both `pulumi up` and `homelab up` run: it reads the
@@ -36,7 +42,7 @@ func Main(ctx *pulumi.Context) error {
 func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 	path, ok := ctx.GetConfig(KeyInventory)
 	if !ok {
-		return Config{}, fmt.Errorf("stack config %s is not set: `pulumi config set %s inventory/homelab.yaml`", KeyInventory, KeyInventory)
+		return Config{}, fmt.Errorf("stack config %s is not set: `pulumi config set inventory inventory/homelab.yaml`", KeyInventory)
 	}
 	inv, warnings, err := inventory.Load(path)
 	for _, w := range warnings {
@@ -47,7 +53,7 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 	}
 	bundleYAML, ok := ctx.GetConfig(KeySecrets)
 	if !ok {
-		return Config{}, fmt.Errorf("stack config %s is not set: `homelab secrets init -o secrets.yaml && pulumi config set --secret %s < secrets.yaml`", KeySecrets, KeySecrets)
+		return Config{}, fmt.Errorf("stack config %s is not set: `homelab secrets init -o secrets.yaml && pulumi config set --secret secrets < secrets.yaml`", KeySecrets)
 	}
 	if !ctx.IsConfigSecret(KeySecrets) {
 		return Config{}, fmt.Errorf("stack config %s must be a secret: set it again with `pulumi config set --secret`", KeySecrets)

@@ -136,6 +136,8 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 		return infer.DeleteResponse{}, nil
 	}
 	defer c.Close()
-	_, err = must(ctx, c, req.State.Connection.Node, "removing "+req.State.Path, "rm -f "+quote(req.State.Path))
+	_, err = must(ctx, c, req.State.Connection.Node, "removing "+req.State.Path, "rm -f "+quote(req.State.Path)+
+		// The directory it made (kubeadm/, encryption/) goes too once empty.
+		" && { rmdir \"$(dirname "+quote(req.State.Path)+")\" 2>/dev/null; true; }")
 	return infer.DeleteResponse{}, err
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -36,6 +39,11 @@ func (k *KubeadmInit) Annotate(a infer.Annotator) {
 }
 
 const (
+	// Markers written after kubeadm returned success: kubeadm writes
+	// admin.conf and the manifests early, so their presence does not mean
+	// an init or join finished (RBAC, configs and tokens come last).
+	initMarker  = "/etc/kubernetes/.homelab-init-complete"
+	joinMarker  = "/etc/kubernetes/.homelab-join-complete"
 	adminConf   = "/etc/kubernetes/admin.conf"
 	kubeletConf = "/etc/kubernetes/kubelet.conf"
 	manifests   = "/etc/kubernetes/manifests"
@@ -51,10 +59,10 @@ func stateCheck(complete ...string) string {
 		tests = append(tests, "test -f "+f)
 	}
 	return "if " + strings.Join(tests, " && ") + "; then echo yes; " +
-		"elif ls " + manifests + "/*.yaml >/dev/null 2>&1 || test -f " + kubeletConf + " || test -d /var/lib/etcd/member; then echo partial; else echo no; fi"
+		"elif ls " + manifests + "/*.yaml >/dev/null 2>&1 || test -f " + kubeletConf + " || test -f " + adminConf + " || test -d /var/lib/etcd/member; then echo partial; else echo no; fi"
 }
 
-var initComplete = []string{adminConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
+var initComplete = []string{initMarker, adminConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
 
 // resetKeepingCAs undoes an interrupted kubeadm run. kubeadm reset deletes
 // the certificates directory, CAs included; the CAs are the bundle's and
@@ -66,10 +74,19 @@ for f in ca.crt ca.key sa.key sa.pub front-proxy-ca.crt front-proxy-ca.key etcd/
   [ -f /etc/kubernetes/pki/$f ] && cp -p /etc/kubernetes/pki/$f "$b/$f"
 done
 kubeadm reset -f >/dev/null 2>&1 || true
-rm -rf /etc/kubernetes/manifests/* /var/lib/etcd/member /etc/kubernetes/*.conf
+rm -rf /etc/kubernetes/manifests/* /var/lib/etcd/member /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete
 mkdir -p /etc/kubernetes/pki/etcd
 cp -rp "$b"/. /etc/kubernetes/pki/
 rm -rf "$b"`
+
+// uninterrupted lets a kubeadm run finish when the user cancels an up:
+// killing kubeadm half-way leaves a node that needs a reset. A bound still
+// applies, so a hung kubeadm cannot hold the run forever.
+func mustFinish(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
+	defer cancel()
+	return must(ctx, c, node, what, cmd)
+}
 
 func preflightFlag(ignore []string) string {
 	if len(ignore) == 0 {
@@ -105,13 +122,14 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 		p.GetLogger(ctx).Infof("%s: control plane already initialised; adopting it", node)
 	case "partial":
 		p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it (CAs kept) before init", node)
-		if _, err := must(ctx, c, node, "resetting the interrupted init", resetKeepingCAs); err != nil {
+		if _, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs); err != nil {
 			return "", err
 		}
 		fallthrough
 	default:
-		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight)
-		if _, err := must(ctx, c, node, "kubeadm init", cmd); err != nil {
+		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
+			" && touch " + initMarker
+		if _, err := mustFinish(ctx, c, node, "kubeadm init", cmd); err != nil {
 			return "", err
 		}
 	}
@@ -198,8 +216,8 @@ func reset(ctx context.Context, conn Connection) error {
 		return nil
 	}
 	defer c.Close()
-	_, err = must(ctx, c, conn.Node, "kubeadm reset",
-		"kubeadm reset -f >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf /etc/kubernetes/manifests/* /etc/kubernetes/*.conf /var/lib/etcd /var/lib/kubelet/pki; true")
+	_, err = mustFinish(ctx, c, conn.Node, "kubeadm reset",
+		"kubeadm reset -f >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf /etc/kubernetes/manifests/* /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete /var/lib/etcd /var/lib/kubelet/pki; true")
 	return err
 }
 
@@ -234,9 +252,9 @@ func (k *KubeadmJoin) Annotate(a infer.Annotator) {
 
 func (j KubeadmJoinArgs) complete() []string {
 	if j.ControlPlane {
-		return []string{kubeletConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
+		return []string{joinMarker, kubeletConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
 	}
-	return []string{kubeletConf}
+	return []string{joinMarker, kubeletConf}
 }
 
 func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJoinArgs]) (infer.CreateResponse[KubeadmJoinState], error) {
@@ -265,15 +283,15 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 		return nil
 	case "partial":
 		p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before join", node)
-		if _, err := must(ctx, c, node, "resetting the interrupted join", resetKeepingCAs); err != nil {
+		if _, err := mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs); err != nil {
 			return err
 		}
 	}
 	if err := ensureToken(ctx, in.Via, in.BootstrapToken); err != nil {
 		return err
 	}
-	cmd := "kubeadm join --config " + quote(in.ConfigPath) + preflightFlag(in.IgnorePreflight)
-	_, err = must(ctx, c, node, "kubeadm join", cmd)
+	cmd := "kubeadm join --config " + quote(in.ConfigPath) + preflightFlag(in.IgnorePreflight) + " && touch " + joinMarker
+	_, err = mustFinish(ctx, c, node, "kubeadm join", cmd)
 	return err
 }
 

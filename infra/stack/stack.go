@@ -113,6 +113,13 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	backend := os.Getenv("PULUMI_BACKEND_URL")
+	if backend == "" {
+		backend = env["PULUMI_BACKEND_URL"]
+	}
+	if err := clearStaleLocks(backend, func(f string, a ...any) { fmt.Fprintf(progress, f, a...) }); err != nil {
+		return nil, err
+	}
 	pluginDir, err := providerPlugin(o.StateDir)
 	if err != nil {
 		return nil, err
@@ -122,11 +129,11 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	proj := workspace.Project{
-		Name:    tokens.PackageName("homelab"),
+		Name:    tokens.PackageName(program.Project),
 		Runtime: workspace.NewProjectRuntimeInfo("go", nil),
 		Plugins: &workspace.Plugins{Providers: []workspace.PluginOptions{{Name: provider.Name, Path: pluginDir}}},
 	}
-	s, err := auto.UpsertStackInlineSource(ctx, o.Stack, "homelab", program.Main,
+	s, err := auto.UpsertStackInlineSource(ctx, o.Stack, program.Project, program.Main,
 		auto.Project(proj), auto.WorkDir(workDir), auto.EnvVars(env), auto.Pulumi(pulumiCmd),
 		auto.SecretsProvider("passphrase"))
 	if err != nil {
@@ -240,6 +247,9 @@ func providerPlugin(stateDir string) (string, error) {
 // Up converges the homelab. With refresh, live state is read first so
 // drift on the nodes is repaired too.
 func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
+	if err := s.clearPendingOperations(ctx); err != nil {
+		return auto.UpResult{}, err
+	}
 	opts := []optup.Option{optup.ProgressStreams(s.progress), optup.ErrorProgressStreams(s.progress)}
 	if refresh {
 		opts = append(opts, optup.Refresh())

@@ -1,0 +1,394 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/netns"
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/verify"
+)
+
+// The engine runs the provider plugin as pulumi-resource-homelab, a link to
+// the running binary: in tests, this test binary.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == ProviderBinary {
+		if err := provider.Serve(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type e2e struct {
+	t        *testing.T
+	lab      *lab.Lab
+	stateDir string
+	cmdLog   string
+	log      *bytes.Buffer
+	invPath  string
+	work     string
+}
+
+func needE2E(t *testing.T) {
+	if os.Getenv(lab.EnvE2E) != "1" {
+		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+			t.Fatal("the emulated homelab needs root")
+		}
+		t.Skip("the emulated homelab needs root")
+	}
+	tools.Require(t, "pulumi")
+	tools.Require(t, "kubeadm")
+}
+
+// newE2E brings up a lab from inventory/lab.yaml (its SSH paths pointed
+// at the test lab's) and a state dir for the stack.
+func newE2E(t *testing.T) *e2e {
+	release, err := lab.LockMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	dir, err := os.MkdirTemp("/srv", "homelab-stack-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	e := &e2e{t: t, lab: l, work: work, stateDir: filepath.Join(work, "state"), cmdLog: filepath.Join(work, "commands.log"), log: &bytes.Buffer{}}
+	e.invPath = e.inventory("lab", func(s string) string { return s })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, _, err := l.Up(ctx, e.invPath); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80))
+		}
+		if err := l.Down(false); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	t.Setenv(ssh.CommandLogEnv, e.cmdLog)
+	return e
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// inventory writes a variant of inventory/lab.yaml for this lab.
+func (e *e2e) inventory(name string, edit func(string) string) string {
+	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", e.lab.KeyPath())
+	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", e.lab.KnownHostsPath())
+	p := filepath.Join(e.work, name+".yaml")
+	if err := os.WriteFile(p, []byte(edit(s)), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *e2e) open(ctx context.Context, inv string) *Stack {
+	e.t.Helper()
+	s, err := Open(ctx, Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *e2e) up(ctx context.Context, s *Stack) map[string]int {
+	e.t.Helper()
+	start := time.Now()
+	res, err := s.Up(ctx, true)
+	if err != nil {
+		e.t.Fatalf("up: %v", err)
+	}
+	e.t.Logf("figures: up took %s: %v", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
+	return *res.Summary.ResourceChanges
+}
+
+func (e *e2e) verify(ctx context.Context, s *Stack) *verify.Report {
+	e.t.Helper()
+	outs, err := s.Outputs(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	kc, _ := outs["kubeconfig"].Value.(string)
+	var rep *verify.Report
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		rep, err = verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns)})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(3 * time.Second)
+	}
+	if err != nil {
+		e.t.Fatalf("verify: %v", err)
+	}
+	return rep
+}
+
+// mutating counts the mutating commands the provider ran since the last call.
+func (e *e2e) mutating() []string {
+	data, _ := os.ReadFile(e.cmdLog)
+	os.Remove(e.cmdLog)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev struct {
+			Node, Kind, Cmd string
+			Mutating        bool
+		}
+		if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		if ev.Mutating {
+			out = append(out, ev.Node+": "+ev.Kind+" "+ev.Cmd)
+		}
+	}
+	return out
+}
+
+func (e *e2e) node(ctx context.Context, name, cmd string) string {
+	out, err := e.lab.Run(ctx, name, cmd)
+	if err != nil {
+		e.t.Fatalf("%s: %s: %v\n%s", name, cmd, err, out)
+	}
+	return out
+}
+
+// TestUpInTheLab is issue 4's end-to-end run: the vip layout built with an
+// interruption after init, verified, a no-op second up, previews of
+// inventory changes, no secret in state or logs, destroy; then the
+// single-ip layout over a half-done kubeadm init left on cp-1.
+func TestUpInTheLab(t *testing.T) {
+	needE2E(t)
+	e := newE2E(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	s := e.open(ctx, e.invPath)
+
+	// Interrupted: cancel the first up as soon as kubeadm init finished.
+	interrupted := e.interruptAfterInit(ctx, s)
+	t.Logf("first up interrupted after init: %v", interrupted)
+	e.up(ctx, s)
+	rep := e.verify(ctx, s)
+	if !slices.Equal(rep.EtcdMembers, []string{"cp-1", "cp-2", "cp-3"}) {
+		t.Errorf("etcd members %v after an interrupted up", rep.EtcdMembers)
+	}
+	e.mutating()
+
+	// Nothing changed: nothing to do, and nothing done on any node.
+	start := time.Now()
+	changes := e.up(ctx, s)
+	t.Logf("figures: no-op up %s", time.Since(start).Round(time.Millisecond))
+	for op, n := range changes {
+		if op != "same" && n > 0 {
+			t.Errorf("second up: %d %s", n, op)
+		}
+	}
+	if m := e.mutating(); len(m) > 0 {
+		t.Errorf("second up ran %d mutating commands: %v", len(m), m)
+	}
+
+	e.checkNoSecretsLeaked(s)
+	e.checkPreviews(ctx)
+	e.destroy(ctx, s)
+
+	// single-ip, over an init that was killed half-way on cp-1.
+	single := e.inventory("single", func(s string) string {
+		return strings.Replace(s, "layout: vip ", "layout: single-ip ", 1)
+	})
+	e.halfInit(ctx)
+	s2 := e.open(ctx, single)
+	e.up(ctx, s2)
+	rep = e.verify(ctx, s2)
+	if !slices.Equal(rep.EtcdMembers, []string{"cp-1", "cp-2", "cp-3"}) {
+		t.Errorf("etcd members %v", rep.EtcdMembers)
+	}
+	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
+		if out := e.node(ctx, cp, "systemctl is-active keepalived || true"); strings.TrimSpace(out) == "active" {
+			t.Errorf("%s runs keepalived in the single-ip layout", cp)
+		}
+	}
+	e.mutating()
+	changes = e.up(ctx, s2)
+	if changes["same"] == 0 || len(changes) != 1 {
+		t.Errorf("second single-ip up: %v", changes)
+	}
+	if m := e.mutating(); len(m) > 0 {
+		t.Errorf("second single-ip up ran mutating commands: %v", m)
+	}
+	e.destroy(ctx, s2)
+}
+
+// interruptAfterInit runs up and cancels it once kubeadm init is done, as a
+// user pressing Ctrl-C (or a lost laptop lid) would.
+func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if out, err := e.lab.Run(ctx, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
+				cancel()
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	_, err := s.Up(ctx, true)
+	return err
+}
+
+// halfInit leaves cp-1 as a killed kubeadm init would: static pod
+// manifests written, etcd data begun, no admin.conf.
+func (e *e2e) halfInit(ctx context.Context) {
+	e.node(ctx, "cp-1", "mkdir -p /etc/kubernetes/manifests /var/lib/etcd/member && echo 'apiVersion: v1' > /etc/kubernetes/manifests/etcd.yaml")
+}
+
+func (e *e2e) destroy(ctx context.Context, s *Stack) {
+	e.t.Helper()
+	if _, err := s.Destroy(ctx); err != nil {
+		e.t.Fatalf("destroy: %v", err)
+	}
+	for _, n := range []string{"cp-1", "cp-2", "gpu-1"} {
+		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
+		if strings.TrimSpace(out) != "" {
+			e.t.Errorf("%s not clean after destroy:\n%s", n, out)
+		}
+	}
+}
+
+// checkNoSecretsLeaked greps the state, the engine's output and the
+// command log for every secret the cluster has.
+func (e *e2e) checkNoSecretsLeaked(s *Stack) {
+	e.t.Helper()
+	key, _ := os.ReadFile(e.lab.KeyPath())
+	secrets := append(s.Bundle.SecretStrings(), keyBody(string(key))...)
+	outs, _ := s.Outputs(context.Background())
+	if kc, _ := outs["kubeconfig"].Value.(string); kc != "" {
+		for _, l := range strings.Split(kc, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "client-key-data: "); ok {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	var haystacks []string
+	filepath.WalkDir(e.stateDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, "/pulumi-home/") && filepath.Base(p) != "passphrase" && !strings.HasSuffix(p, "secrets.yaml") {
+			data, _ := os.ReadFile(p)
+			haystacks = append(haystacks, p+"\x00"+string(data))
+		}
+		return nil
+	})
+	cmds, _ := os.ReadFile(e.cmdLog)
+	haystacks = append(haystacks, "engine output\x00"+e.log.String(), "command log\x00"+string(cmds))
+	if len(haystacks) < 3 {
+		e.t.Fatal("no state files found")
+	}
+	for _, h := range haystacks {
+		name, body, _ := strings.Cut(h, "\x00")
+		for _, sec := range secrets {
+			if len(sec) >= 8 && strings.Contains(body, sec) {
+				e.t.Errorf("%s contains a secret in plain text (%.12s...)", name, sec)
+			}
+		}
+	}
+}
+
+func keyBody(pem string) []string {
+	var out []string
+	for _, l := range strings.Split(pem, "\n") {
+		if len(l) > 40 && !strings.HasPrefix(l, "-----") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// checkPreviews: after an inventory change, preview lists exactly the
+// resources the change affects.
+func (e *e2e) checkPreviews(ctx context.Context) {
+	cases := []struct {
+		name string
+		edit func(string) string
+		want []string
+	}{
+		{"a label on gpu-1", func(s string) string {
+			return strings.Replace(s, "  - name: gpu-1\n", "  - name: gpu-1\n    labels: {tier: fast}\n", 1)
+		}, []string{
+			"update homelab:index:File gpu-1:/etc/kubernetes/kubeadm/join.yaml",
+			"update homelab:index:KubeadmJoin gpu-1",
+			"update homelab:index:NodeMeta gpu-1",
+		}},
+		{"a worker added", func(s string) string {
+			return s + "  - {name: gpu-5, role: worker, address: 10.77.0.134, mac: \"52:54:00:4d:00:86\", interface: eth0}\n"
+		}, nil},
+		{"kube-proxy mode", func(s string) string {
+			return strings.Replace(s, "mode: iptables", "mode: ipvs", 1)
+		}, []string{
+			"update homelab:index:File cp-1:/etc/kubernetes/kubeadm/init.yaml",
+			"update homelab:index:KubeadmInit cp-1",
+		}},
+	}
+	for _, tc := range cases {
+		s := e.open(ctx, e.inventory("preview", tc.edit))
+		changes, err := s.PreviewChanges(ctx, false)
+		if err != nil {
+			e.t.Errorf("%s: preview: %v", tc.name, err)
+			continue
+		}
+		var got []string
+		for _, c := range changes {
+			got = append(got, c.Op+" "+c.Type+" "+c.Name)
+		}
+		if tc.want == nil { // the added worker: creates of gpu-5's resources only
+			for _, g := range got {
+				if !strings.HasPrefix(g, "create ") || !strings.Contains(g, "gpu-5") {
+					e.t.Errorf("%s: unexpected change %s", tc.name, g)
+				}
+			}
+			if len(got) < 5 {
+				e.t.Errorf("%s: only %v", tc.name, got)
+			}
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			e.t.Errorf("%s: preview lists\n  %s\nwant\n  %s", tc.name, strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+		}
+	}
+	// Back to the real inventory for what follows.
+	e.open(ctx, e.invPath)
+}

@@ -1,0 +1,48 @@
+package stack
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestClearStaleLocks(t *testing.T) {
+	dir := t.TempDir()
+	locks := filepath.Join(dir, ".pulumi", "locks", "organization", "p", "s")
+	if err := os.MkdirAll(locks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, pid int, host string) string {
+		p := filepath.Join(locks, name)
+		os.WriteFile(p, []byte(fmt.Sprintf(`{"pid":%d,"username":"root","hostname":%q}`, pid, host)), 0o600)
+		return p
+	}
+	stale := write("a.json", dead.Process.Pid, host)
+	live := write("b.json", os.Getpid(), host)
+	other := write("c.json", dead.Process.Pid, "another-host")
+	var said int
+	if err := clearStaleLocks("file://"+dir, func(string, ...any) { said++ }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("the lock of a dead process stayed")
+	}
+	for _, p := range []string{live, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: a live process's or another host's lock must stay", filepath.Base(p))
+		}
+	}
+	if said != 1 {
+		t.Errorf("told the user %d times", said)
+	}
+	if err := clearStaleLocks("s3://bucket", nil); err != nil {
+		t.Error(err)
+	}
+}
