@@ -11,10 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/infra/verify"
+	"github.com/homelab-dev/homelab/inventory"
 )
 
 func init() {
@@ -34,6 +36,7 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 }
 
 func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, context.CancelFunc, error) {
+	useLabNetns(f.inventory, cmd)
 	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
 	if err != nil {
@@ -99,6 +102,36 @@ func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack) er
 		fmt.Fprintf(out, "\nendpoint:     https://%s\nnodes:        %v\netcd members: %v\n", s.Inv.Endpoint(), rep.Nodes, rep.EtcdMembers)
 	}
 	return verr
+}
+
+// useLabNetns makes an inventory of the running emulated homelab just
+// work: its addresses exist only inside the lab's namespaces, so the
+// provider (a child process, which inherits the variable) and the verifier
+// dial from the lab's gateway namespace.
+func useLabNetns(invPath string, cmd *cobra.Command) {
+	if os.Getenv(ssh.NetnsEnv) != "" {
+		return
+	}
+	l, err := lab.Open("")
+	if err != nil {
+		return
+	}
+	st, err := l.LoadState()
+	if err != nil {
+		return
+	}
+	inv, _, err := inventory.Load(invPath)
+	if err != nil {
+		return
+	}
+	for _, n := range inv.Nodes {
+		ln, err := st.Node(n.Name)
+		if err != nil || ln.Address != n.Address {
+			return
+		}
+	}
+	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is the emulated homelab's inventory: reaching its nodes from namespace %s\n", invPath, lab.GatewayNetns)
 }
 
 // dialer reaches the nodes from the namespace in HOMELAB_NETNS (the

@@ -29,6 +29,9 @@ func (c Change) String() string {
 
 // PreviewChanges previews and returns every step other than "same", sorted.
 func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	ch := make(chan events.EngineEvent)
 	done := make(chan []Change)
 	go func() {

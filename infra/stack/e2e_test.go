@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,15 +255,16 @@ func TestUpInTheLab(t *testing.T) {
 	e.destroy(ctx, s2)
 }
 
-// interruptAfterInit runs up and cancels it once kubeadm init is done, as a
-// user pressing Ctrl-C (or a lost laptop lid) would.
+// interruptAfterInit runs up and kills the engine with SIGKILL once
+// kubeadm init is done, as a power cut of the workstation would: no
+// cleanup, the backend's lock and in-flight operations left behind.
 func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
 			if out, err := e.lab.Run(ctx, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
-				cancel()
+				killChildren("pulumi")
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -270,6 +272,33 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	}()
 	_, err := s.Up(ctx, true)
 	return err
+}
+
+// killChildren SIGKILLs this process's children named comm (the pulumi CLI
+// the Automation API runs), and nothing else on the machine.
+func killChildren(comm string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(data)
+		open, close := strings.Index(s, "("), strings.LastIndex(s, ")")
+		if open < 0 || close < open {
+			continue
+		}
+		fields := strings.Fields(s[close+1:])
+		var pid, ppid int
+		fmt.Sscan(s[:open], &pid)
+		if len(fields) > 1 {
+			fmt.Sscan(fields[1], &ppid)
+		}
+		if s[open+1:close] == comm && ppid == os.Getpid() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // halfInit leaves cp-1 as a killed kubeadm init would: static pod

@@ -18,7 +18,6 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
@@ -68,6 +67,13 @@ type Stack struct {
 	Inv      *inventory.Inventory
 	Bundle   *pki.Bundle
 	progress io.Writer
+	backend  string
+}
+
+// ready clears what an earlier run killed outright left behind, before
+// any operation that takes the stack's lock.
+func (s *Stack) ready() error {
+	return clearStaleLocks(s.backend, func(f string, a ...any) { fmt.Fprintf(s.progress, f, a...) })
 }
 
 // Open validates the inventory, loads (or creates) the secrets bundle, and
@@ -117,9 +123,6 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if backend == "" {
 		backend = env["PULUMI_BACKEND_URL"]
 	}
-	if err := clearStaleLocks(backend, func(f string, a ...any) { fmt.Fprintf(progress, f, a...) }); err != nil {
-		return nil, err
-	}
 	pluginDir, err := providerPlugin(o.StateDir)
 	if err != nil {
 		return nil, err
@@ -148,7 +151,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err := s.SetAllConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("setting stack config: %w", err)
 	}
-	return &Stack{s: s, opts: o, Inv: inv, Bundle: bundle, progress: progress}, nil
+	return &Stack{s: s, opts: o, Inv: inv, Bundle: bundle, progress: progress, backend: backend}, nil
 }
 
 func loadOrCreateBundle(o Options, progress io.Writer) (*pki.Bundle, string, error) {
@@ -247,6 +250,9 @@ func providerPlugin(stateDir string) (string, error) {
 // Up converges the homelab. With refresh, live state is read first so
 // drift on the nodes is repaired too.
 func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
+	if err := s.ready(); err != nil {
+		return auto.UpResult{}, err
+	}
 	if err := s.clearPendingOperations(ctx); err != nil {
 		return auto.UpResult{}, err
 	}
@@ -257,24 +263,25 @@ func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
 	return s.s.Up(ctx, opts...)
 }
 
-// Preview shows what Up would change.
-func (s *Stack) Preview(ctx context.Context, refresh bool) (auto.PreviewResult, error) {
-	opts := []optpreview.Option{optpreview.ProgressStreams(s.progress), optpreview.ErrorProgressStreams(s.progress), optpreview.Diff()}
-	if refresh {
-		opts = append(opts, optpreview.Refresh())
-	}
-	return s.s.Preview(ctx, opts...)
-}
-
 // Refresh reads every resource's live state into the stack.
 func (s *Stack) Refresh(ctx context.Context) (auto.RefreshResult, error) {
+	if err := s.ready(); err != nil {
+		return auto.RefreshResult{}, err
+	}
 	return s.s.Refresh(ctx, optrefresh.ProgressStreams(s.progress), optrefresh.ErrorProgressStreams(s.progress))
 }
 
 // Destroy resets the nodes (kubeadm reset, files removed).
 func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
+	if err := s.ready(); err != nil {
+		return auto.DestroyResult{}, err
+	}
 	return s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
 }
+
+// Auto is the underlying Automation API stack, for callers that need
+// engine events or options this package does not wrap (the benchmarks).
+func (s *Stack) Auto() auto.Stack { return s.s }
 
 // Outputs returns the stack outputs (secrets in plain text: handle with care).
 func (s *Stack) Outputs(ctx context.Context) (auto.OutputMap, error) { return s.s.Outputs(ctx) }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the emulated homelab need on a fresh Debian
 # machine (root): Debian packages, then kubeadm, the control-plane binaries
-# and etcd built from their Go modules into a cache outside the repository.
+# etcd and the Pulumi CLI built from their Go modules into a cache outside the repository.
 # Safe to re-run: installed packages and cached binaries are reused.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,4 +20,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 bash "$here/build-etcd.sh" >/dev/null
 bash "$here/build-kube.sh" >/dev/null
+bash "$here/build-pulumi.sh" >/dev/null
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools)" >&2
