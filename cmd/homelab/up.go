@@ -47,32 +47,19 @@ func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, co
 }
 
 func newUpCommand() *cobra.Command {
-	var f stackFlags
 	var refresh, skipVerify bool
-	cmd := &cobra.Command{
-		Use:   "up -f FILE",
-		Short: "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			start := time.Now()
-			res, err := s.Up(ctx, refresh)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "\nup took %s: %v\n", time.Since(start).Round(time.Millisecond), res.Summary.ResourceChanges)
-			if skipVerify {
-				return nil
-			}
-			return verifyAndReport(ctx, cmd, s)
-		},
-	}
-	f.add(cmd)
+	cmd := stackCommand("up -f FILE", "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		start := time.Now()
+		res, err := s.Up(ctx, refresh)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "\nup took %s: %v\n", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
+		if skipVerify {
+			return nil
+		}
+		return verifyAndReport(ctx, cmd, s)
+	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read every resource's live state first, so drift on the nodes is repaired")
 	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
 	return cmd
@@ -143,12 +130,12 @@ func dialer() verify.DialFunc {
 	return (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 }
 
-func newPreviewCommand() *cobra.Command {
+// stackCommand is a command that opens the inventory's stack and runs on it.
+func stackCommand(use, short string, run func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error) *cobra.Command {
 	var f stackFlags
-	var refresh bool
 	cmd := &cobra.Command{
-		Use:   "preview -f FILE",
-		Short: "Show what up would change on which node",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, ctx, cancel, err := f.open(cmd)
@@ -156,111 +143,68 @@ func newPreviewCommand() *cobra.Command {
 				return err
 			}
 			defer cancel()
-			changes, err := s.PreviewChanges(ctx, refresh)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "\n%d change(s):\n", len(changes))
-			for _, c := range changes {
-				fmt.Fprintf(out, "  %s\n", c)
-			}
-			return nil
+			return run(ctx, cmd, s)
 		},
 	}
 	f.add(cmd)
+	return cmd
+}
+
+func newPreviewCommand() *cobra.Command {
+	var refresh bool
+	cmd := stackCommand("preview -f FILE", "Show what up would change on which node", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		changes, err := s.PreviewChanges(ctx, refresh)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "\n%d change(s):\n", len(changes))
+		for _, c := range changes {
+			fmt.Fprintf(out, "  %s\n", c)
+		}
+		return nil
+	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read live state first, so drift shows")
 	return cmd
 }
 
 func newRefreshCommand() *cobra.Command {
-	var f stackFlags
-	cmd := &cobra.Command{
-		Use:   "refresh -f FILE",
-		Short: "Read every resource's live state from the nodes into the stack",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			_, err = s.Refresh(ctx)
-			return err
-		},
-	}
-	f.add(cmd)
-	return cmd
+	return stackCommand("refresh -f FILE", "Read every resource's live state from the nodes into the stack", func(ctx context.Context, _ *cobra.Command, s *stack.Stack) error {
+		_, err := s.Refresh(ctx)
+		return err
+	})
 }
 
 func newDestroyCommand() *cobra.Command {
-	var f stackFlags
-	cmd := &cobra.Command{
-		Use:   "destroy -f FILE",
-		Short: "Reset every node (kubeadm reset, files removed) so a later up starts clean",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			_, err = s.Destroy(ctx)
-			return err
-		},
-	}
-	f.add(cmd)
-	return cmd
+	return stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, _ *cobra.Command, s *stack.Stack) error {
+		_, err := s.Destroy(ctx)
+		return err
+	})
 }
 
 func newKubeconfigCommand() *cobra.Command {
-	var f stackFlags
 	var out string
-	cmd := &cobra.Command{
-		Use:   "kubeconfig -f FILE [-o PATH]",
-		Short: "Write the cluster-admin kubeconfig for kubectl (0600)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			outs, err := s.Outputs(ctx)
-			if err != nil {
-				return err
-			}
-			kc, _ := outs["kubeconfig"].Value.(string)
-			if kc == "" {
-				return fmt.Errorf("the stack has no kubeconfig yet: run homelab up first")
-			}
-			if err := os.WriteFile(out, []byte(kc), 0o600); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: KUBECONFIG=%s kubectl get nodes\n", out, out)
-			return nil
-		},
-	}
-	f.add(cmd)
+	cmd := stackCommand("kubeconfig -f FILE [-o PATH]", "Write the cluster-admin kubeconfig for kubectl (0600)", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		outs, err := s.Outputs(ctx)
+		if err != nil {
+			return err
+		}
+		kc, _ := outs["kubeconfig"].Value.(string)
+		if kc == "" {
+			return fmt.Errorf("the stack has no kubeconfig yet: run homelab up first")
+		}
+		if err := os.WriteFile(out, []byte(kc), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: KUBECONFIG=%s kubectl get nodes\n", out, out)
+		return nil
+	})
 	cmd.Flags().StringVarP(&out, "output", "o", "kubeconfig", "where to write it")
 	return cmd
 }
 
 func newVerifyCommand() *cobra.Command {
-	var f stackFlags
-	cmd := &cobra.Command{
-		Use:   "verify -f FILE",
-		Short: "Verify the running cluster against the inventory",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, ctx, cancel, err := f.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			return verifyAndReport(ctx, cmd, s)
-		},
-	}
-	f.add(cmd)
-	return cmd
+	return stackCommand("verify -f FILE", "Verify the running cluster against the inventory", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		return verifyAndReport(ctx, cmd, s)
+	})
 }
