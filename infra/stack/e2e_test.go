@@ -224,6 +224,7 @@ func TestUpInTheLab(t *testing.T) {
 		t.Errorf("second up ran %d mutating commands: %v", len(m), m)
 	}
 
+	e.checkDrift(ctx, s)
 	e.checkNoSecretsLeaked(s)
 	e.checkPreviews(ctx)
 	e.destroy(ctx, s)
@@ -317,6 +318,47 @@ func (e *e2e) destroy(ctx context.Context, s *Stack) {
 		if strings.TrimSpace(out) != "" {
 			e.t.Errorf("%s not clean after destroy:\n%s", n, out)
 		}
+	}
+}
+
+// checkDrift: changes made on the nodes behind the tool's back show in a
+// refreshing preview as exactly the resources they touch, and the next up
+// repairs them with commands on those nodes only.
+func (e *e2e) checkDrift(ctx context.Context, s *Stack) {
+	e.t.Helper()
+	e.node(ctx, "gpu-2", "echo '# edited by hand' >> /etc/sysctl.d/90-homelab-kubernetes.conf")
+	e.node(ctx, "cp-3", "systemctl stop keepalived")
+	e.mutating()
+	changes, err := s.PreviewChanges(ctx, true)
+	if err != nil {
+		e.t.Fatalf("preview: %v", err)
+	}
+	var got []string
+	for _, c := range changes {
+		got = append(got, c.Op+" "+c.Type+" "+c.Name)
+	}
+	want := []string{
+		"update homelab:index:File gpu-2:/etc/sysctl.d/90-homelab-kubernetes.conf",
+		"update homelab:index:Service cp-3:keepalived",
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		e.t.Errorf("drift preview lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if m := e.mutating(); len(m) > 0 {
+		e.t.Errorf("preview ran mutating commands: %v", m)
+	}
+	e.up(ctx, s)
+	for _, m := range e.mutating() {
+		if !strings.HasPrefix(m, "gpu-2: ") && !strings.HasPrefix(m, "cp-3: ") {
+			e.t.Errorf("repairing drift on gpu-2 and cp-3 ran %s", m)
+		}
+	}
+	if out := e.node(ctx, "cp-3", "systemctl is-active keepalived || true"); strings.TrimSpace(out) != "active" {
+		e.t.Errorf("keepalived on cp-3 is %q after up", strings.TrimSpace(out))
+	}
+	if out := e.node(ctx, "gpu-2", "cat /etc/sysctl.d/90-homelab-kubernetes.conf"); strings.Contains(out, "edited by hand") {
+		e.t.Error("the hand edit on gpu-2 survived up")
 	}
 }
 
