@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
@@ -51,12 +52,26 @@ func (ps *problems) warnf(path, format string, args ...any) {
 	ps.warnings = append(ps.warnings, &Problem{Path: path, Line: ps.pos.line(path), Message: fmt.Sprintf(format, args...)})
 }
 
+// err returns every error in the order of the file, so a user fixes them
+// top to bottom; problems about absent fields (line 0) come last.
 func (ps *problems) err() error {
 	if ps.errs == nil {
 		return nil
 	}
+	sort.SliceStable(ps.errs.Errors, func(i, j int) bool {
+		a, b := lineOf(ps.errs.Errors[i]), lineOf(ps.errs.Errors[j])
+		return a != 0 && (b == 0 || a < b)
+	})
 	ps.errs.ErrorFormat = onePerLine
 	return ps.errs
+}
+
+func lineOf(err error) int {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p.Line
+	}
+	return 0
 }
 
 // Problems lists the problems an error from this package carries, so callers
