@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/tools"
+)
+
+// fixture is one fresh emulated homelab in its own directory under /srv
+// (not /tmp: the nodes hide /tmp), with a work directory for the inventory
+// pointed at the lab's SSH key, the stack's state and the command log.
+type fixture struct {
+	lab     *lab.Lab
+	dir     string
+	work    string
+	invPath string
+	cmdLog  string
+	labUp   time.Duration
+}
+
+// newFixture brings a lab up. On error the caller still calls close.
+func newFixture(ctx context.Context, name string) (*fixture, error) {
+	dir, err := os.MkdirTemp("/srv", "homelab-bench-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	fx := &fixture{dir: dir}
+	if fx.work, err = os.MkdirTemp("", "homelab-bench-"+name+"-"); err != nil {
+		return fx, err
+	}
+	if fx.lab, err = lab.Open(dir); err != nil {
+		return fx, err
+	}
+	fx.lab.Log = prefixed("  ")
+	fx.cmdLog = filepath.Join(fx.work, "commands.log")
+	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
+	if err != nil {
+		return fx, err
+	}
+	inv := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", fx.lab.KeyPath())
+	inv = strings.ReplaceAll(inv, "/srv/homelab-lab/ssh/known_hosts", fx.lab.KnownHostsPath())
+	fx.invPath = filepath.Join(fx.work, "lab.yaml")
+	if err := os.WriteFile(fx.invPath, []byte(inv), 0o644); err != nil {
+		return fx, err
+	}
+	logf("lab %s: up in %s", name, dir)
+	start := time.Now()
+	if _, _, err := fx.lab.Up(ctx, fx.invPath); err != nil {
+		return fx, fmt.Errorf("lab up: %w", err)
+	}
+	fx.labUp = time.Since(start)
+	return fx, nil
+}
+
+// close brings the lab down (whatever state it reached) and removes both
+// directories.
+func (fx *fixture) close() error {
+	if fx == nil {
+		return nil
+	}
+	var err error
+	if fx.lab != nil {
+		if _, serr := fx.lab.LoadState(); serr == nil {
+			start := time.Now()
+			if err = fx.lab.Down(false); err != nil {
+				err = fmt.Errorf("lab down %s: %w (finish with: HOMELAB_LAB_DIR=%s homelab lab down)", fx.dir, err, fx.dir)
+			} else {
+				logf("lab down in %s", time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}
+	if err == nil && fx.dir != "" {
+		os.RemoveAll(fx.dir)
+	}
+	if fx.work != "" {
+		os.RemoveAll(fx.work)
+	}
+	return err
+}
+
+// preflight fails early, naming the fix, when something the run needs is
+// missing: the lab would otherwise start an 11-minute build of kubeadm.
+func preflight() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the benchmark builds emulated homelabs (network namespaces, mounts): run it as root")
+	}
+	var missing []string
+	for _, p := range []string{"ip", "nsenter", "unshare", "/usr/sbin/sshd", "/usr/sbin/keepalived"} {
+		if _, err := exec.LookPath(p); err != nil {
+			missing = append(missing, p+" (run infra/tools/setup.sh)")
+		}
+	}
+	if os.Getenv(lab.EnvKubeDir) == "" {
+		for _, b := range []string{"kubeadm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+			if _, err := tools.Path(b); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
+	}
+	if os.Getenv(lab.EnvEtcdDir) == "" {
+		for _, b := range []string{"etcd", "etcdctl"} {
+			if _, err := tools.Path(b); err != nil {
+				missing = append(missing, err.Error())
+			}
+		}
+	}
+	if _, err := exec.LookPath("pulumi"); err != nil {
+		if _, err := tools.Path("pulumi"); err != nil {
+			missing = append(missing, err.Error())
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing tools (nothing was started):\n  %s", strings.Join(missing, "\n  "))
+	}
+	return nil
+}
