@@ -91,7 +91,9 @@ func Config(inv *inventory.Inventory, node inventory.Node, vrrpPassword string) 
 		CheckScript: CheckScriptPath,
 	}
 	// VRRPv2 counts whole seconds; faster adverts need VRRPv3, which has
-	// no authentication (inventory validation warns about it).
+	// no authentication: check_unicast_src (in the template) takes its
+	// place. 500 ms adverts fail over in about 1.7 s (3 adverts plus the
+	// skew of the backup's priority) where 1 s adverts took about 3 s.
 	if ms%1000 != 0 {
 		d.VRRPVersion = 3
 		d.AuthPass = ""
