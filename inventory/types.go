@@ -42,6 +42,7 @@ type Cluster struct {
 	VRRP              VRRP      `json:"vrrp" yaml:"vrrp"`
 	Network           Network   `json:"network" yaml:"network"`
 	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
+	Cilium            Cilium    `json:"cilium,omitempty" yaml:"cilium"`
 	ExtraSANs         []string  `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
@@ -75,6 +76,13 @@ type Network struct {
 type KubeProxy struct {
 	Replacement string `json:"replacement" yaml:"replacement"`
 	Mode        string `json:"mode" yaml:"mode"`
+}
+
+// Cilium says where the Cilium chart comes from. Empty Chart: the official
+// repository at the pinned version (needs the Internet); a path: a chart
+// archive on the machine running homelab, for air-gapped homelabs.
+type Cilium struct {
+	Chart string `json:"chart,omitempty" yaml:"chart"`
 }
 
 type SSH struct {

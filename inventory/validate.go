@@ -81,6 +81,17 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 		ps.errorf("cluster.kubeProxy.mode", "%q is not a kube-proxy mode (kubeadm would accept it and kube-proxy would fail); use iptables, ipvs or nftables", c.KubeProxy.Mode)
 	}
 
+	if ch := c.Cilium.Chart; ch != "" {
+		if !strings.HasPrefix(ch, "/") && !strings.HasPrefix(ch, "~/") {
+			ps.errorf("cluster.cilium.chart", "%q is relative; give the chart archive's absolute path (homelab runs the installer from another directory)", ch)
+		} else if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
+			ps.errorf("cluster.cilium.chart", "%q is not a chart archive; give the .tgz `helm pull cilium/cilium --version X` writes", ch)
+		}
+	}
+	if c.KubeProxy.Replacement == ReplacementCilium && c.Endpoint.Layout == LayoutSingleIP {
+		ps.warnf("cluster.kubeProxy.replacement", "cilium in the single-ip layout: without kube-proxy Cilium reaches the API only at %s's address, so the whole pod network depends on that node", c.Endpoint.Node)
+	}
+
 	for i, san := range c.ExtraSANs {
 		checkNameOrIP(ps, fmt.Sprintf("cluster.extraSANs[%d]", i), san)
 	}
@@ -336,8 +347,12 @@ func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway n
 		if ms := c.VRRP.AdvertIntervalMs; ms < 10 || ms > 40950 || ms%10 != 0 {
 			ps.errorf("cluster.vrrp.advertIntervalMs", "%d is not a VRRP advert interval; use 10-40950 in steps of 10 (VRRPv3 counts centiseconds), e.g. 1000", ms)
 		}
-		if ms := c.VRRP.AdvertIntervalMs; ms%1000 != 0 && ms >= 10 && ms <= 40950 {
-			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms is not whole seconds, so keepalived must speak VRRPv3, which carries no authentication; any host on the LAN could claim the VIP", ms)
+		// Sub-second adverts need VRRPv3, which has no authentication; the
+		// rendered config accepts adverts only from the other control-plane
+		// nodes' addresses (check_unicast_src), which keeps out what VRRPv2's
+		// clear-text password kept out. What is left is flapping.
+		if ms := c.VRRP.AdvertIntervalMs; ms >= 10 && ms < 300 {
+			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms adverts: keepalived declares the VIP's holder dead after about %d ms of silence, so a node stalled that long (an etcd fsync, a kubeadm run on a busy machine) hands the VIP over for nothing; 500 ms (failover in about 1.7 s) is the tested value", ms, 3*ms)
 		}
 		if c.VRRP.Interface != "" && !validInterfaceName(c.VRRP.Interface) {
 			ps.errorf("cluster.vrrp.interface", "%q is not a network interface name, e.g. eth0", c.VRRP.Interface)

@@ -95,6 +95,10 @@ func TestBadInventories(t *testing.T) {
 		{name: "version too old for v1beta4", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.29.3" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version too new", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v2.0.0" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version garbage", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "vlatest" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "cilium chart relative", mutate: func(m map[string]any) {
+			at(m, "cluster")["cilium"] = map[string]any{"chart": "charts/cilium-1.18.4.tgz"}
+		}, want: []string{"cluster.cilium.chart"}},
+		{name: "cilium chart not an archive", mutate: func(m map[string]any) { at(m, "cluster")["cilium"] = map[string]any{"chart": "/srv/charts/cilium"} }, want: []string{"cluster.cilium.chart"}},
 		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR host bits", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.5/24" }, want: []string{"cluster.network.nodeCIDR"}},
@@ -244,10 +248,15 @@ func TestWarnings(t *testing.T) {
 		want   []string
 	}{
 		{"even control planes", func(m map[string]any) { at(m, "nodes.2")["role"] = "worker" }, []string{"nodes"}},
-		{"single-ip depends on one node", func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "single-ip" }, []string{"cluster.endpoint.layout"}},
+		// homelab.yaml runs Cilium: then the pod network depends on the node too.
+		{"single-ip depends on one node", func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "single-ip" }, []string{"cluster.endpoint.layout", "cluster.kubeProxy.replacement"}},
+		{"single-ip with kube-proxy", func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "single-ip"
+			at(m, "cluster.kubeProxy")["replacement"] = "none"
+		}, []string{"cluster.endpoint.layout"}},
 		{"untested version", func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.33.2" }, []string{"cluster.kubernetesVersion"}},
 		{"gpu on control plane", func(m map[string]any) { at(m, "nodes.0")["gpus"] = map[string]any{"vendor": "nvidia"} }, []string{"nodes[0].gpus"}},
-		{"vrrpv3 has no authentication", func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 500 }, []string{"cluster.vrrp.advertIntervalMs"}},
+		{"adverts too fast to be flap-free", func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 100 }, []string{"cluster.vrrp.advertIntervalMs"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

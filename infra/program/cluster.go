@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
+	"github.com/homelab-dev/homelab/roles/sans"
 )
 
 // Cluster is the whole homelab: a ControlPlane per control-plane node, a
@@ -66,7 +67,10 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	fileDeps := make([][]pulumi.Resource, len(cps))
 	var keepaliveds []pulumi.Resource
 	for i, n := range cps {
-		cp, deps, err := newControlPlane(ctx, cl, cfg, rendered, n)
+		// keepalived one node at a time: restarting every instance at
+		// once (new peers after a re-address) would leave the VIP with
+		// no holder for a few advert intervals.
+		cp, deps, err := newControlPlane(ctx, cl, cfg, rendered, n, keepaliveds)
 		if err != nil {
 			return nil, err
 		}
@@ -147,6 +151,43 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		return nil, err
 	}
 
+	// After etcd's membership: a re-addressed member's peer URL must be
+	// updated before its etcd restarts on the new address, or its peers
+	// could not reach it. One node at a time, each healthy again before the
+	// next, so etcd never loses quorum.
+	apiSANs, etcdSANs := rendered.APIServerSANs.Strings(), sans.Etcd(inv).Strings()
+	hash, err := cfg.Bundle.CACertHash()
+	if err != nil {
+		return nil, err
+	}
+	prev := pulumi.Resource(etcd)
+	for i, n := range cps {
+		phases, err := kubeadm.Init(inv, n, kubeadm.Secrets{BootstrapToken: cfg.Bundle.BootstrapToken(), CACertHash: hash}, rendered.APIServerSANs, sans.Etcd(inv))
+		if err != nil {
+			return nil, err
+		}
+		deps := []pulumi.Resource{prev, cpDone[i]}
+		if planes[i].Keepalived != nil {
+			deps = append(deps, planes[i].Keepalived)
+		}
+		a, err := register(ctx, "ControlPlaneAddress", n.Name, pulumi.Map{
+			"connection":    connection(cfg, n),
+			"address":       pulumi.String(n.Address),
+			"apiServerSANs": pulumi.ToStringArray(apiSANs),
+			"etcdSANs":      pulumi.ToStringArray(etcdSANs),
+			"config":        pulumi.ToSecret(pulumi.String(string(phases))).(pulumi.StringOutput),
+			"port":          pulumi.Int(inv.Cluster.Endpoint.Port),
+		}, &ControlPlaneAddress{}, pulumi.Parent(planes[i]), pulumi.DependsOn(deps))
+		if err != nil {
+			return nil, err
+		}
+		prev = a
+	}
+
+	if _, err := declareDataplane(ctx, cl, cfg, via, init); err != nil {
+		return nil, err
+	}
+
 	for _, f := range rendered.Cluster {
 		if f.Path != gpu.RuntimeClassPath {
 			continue // Cilium's values are for the Cilium installer.
@@ -174,7 +215,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 // newControlPlane declares a control-plane node up to its keepalived; the
 // caller adds its init or join. It returns the node's files, which kubeadm
 // needs in place first.
-func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node) (*ControlPlane, []pulumi.Resource, error) {
+func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
 	cp := &ControlPlane{}
 	if err := ctx.RegisterComponentResource("homelab:cluster:ControlPlane", n.Name, cp, pulumi.Parent(parent)); err != nil {
 		return nil, nil, err
@@ -192,7 +233,7 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 	}
 	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		// The check script verifies TLS with the cluster CA.
-		deps := nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, pki.CertificatesDir+"/ca.crt")
+		deps := append(nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, pki.CertificatesDir+"/ca.crt"), after...)
 		svc, err := register(ctx, "Service", n.Name+":keepalived", pulumi.Map{
 			"connection": conn,
 			"name":       pulumi.String("keepalived"),

@@ -56,3 +56,7 @@ func register[T pulumi.CustomResource](ctx *pulumi.Context, kind, name string, a
 	err := ctx.RegisterResource(pkg+kind, name, args, res, opts...)
 	return res, err
 }
+
+type ControlPlaneAddress struct {
+	pulumi.CustomResourceState
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -36,6 +37,10 @@ func (c Connection) target() ssh.Target {
 
 func dial(ctx context.Context, c Connection) (*ssh.Client, error) {
 	cl, err := ssh.Dial(ctx, c.target())
+	var changed *ssh.HostKeyChangedError
+	if errors.As(err, &changed) {
+		return nil, fmt.Errorf("%w. To accept the new key once you have checked it: homelab hosts accept %s -f INVENTORY", err, c.Node)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Node, err)
 	}
@@ -86,4 +91,16 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + 
 // powered off.
 func unreachable(ctx context.Context, node string, err error) {
 	p.GetLogger(ctx).Warningf("%s unreachable, keeping its last known state: %v", node, err)
+}
+
+// currentVia is the connection to reach the cluster through: the latest
+// inputs' when they name the same node. A via whose node only moved (a new
+// address) is how the cluster is reached, not a property of the resource:
+// Diff does not show it as a change, and the state takes it on at the next
+// refresh (the engine keeps the latest inputs even when nothing changed).
+func currentVia(state, inputs Connection) Connection {
+	if inputs.Node == state.Node && inputs.Host != "" {
+		return inputs
+	}
+	return state
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -10,6 +11,8 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
 // Host is a machine of the inventory as it really is: reachable with its
@@ -152,6 +155,12 @@ func (st HostState) hasMAC(mac string) bool {
 
 func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]) (infer.ReadResponse[HostArgs, HostState], error) {
 	st, err := readFacts(ctx, req.State.HostArgs)
+	var changed *ssh.HostKeyChangedError
+	if errors.As(err, &changed) {
+		// Not "unreachable": a new host key is a different machine, or an
+		// attack, and no refresh may go on as if nothing happened.
+		return infer.ReadResponse[HostArgs, HostState]{}, err
+	}
 	if err != nil {
 		unreachable(ctx, req.State.Connection.Node, err)
 		st = req.State

@@ -133,7 +133,9 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 			return "", err
 		}
 	}
-	kc, err := c.Read(ctx, adminConf)
+	// kubeadm has run to completion whatever the user pressed meanwhile;
+	// its result must reach the state too.
+	kc, err := c.Read(context.WithoutCancel(ctx), adminConf)
 	if err != nil {
 		return "", fmt.Errorf("%s: reading %s: %w", node, adminConf, err)
 	}
@@ -311,11 +313,30 @@ func ensureToken(ctx context.Context, via Connection, token string) error {
 	if r.ExitCode != 0 {
 		return fmt.Errorf("%s: refreshing the bootstrap token failed: %s", via.Node, redact(string(r.Stderr)))
 	}
-	return nil
+	// kubeadm's discovery retries every 5 s until cluster-info is signed
+	// for the token (the bootstrap signer does so seconds after init);
+	// waiting here at a finer grain takes those seconds off every first join.
+	sig := kubectl + " -n kube-public get configmap cluster-info -o jsonpath='{.data.jws-kubeconfig-" + id + "}'"
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		out, _, err := query(ctx, c, sig)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(out) != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return nil // kubeadm's own discovery will wait and report
 }
 
 func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState], error) {
 	st := req.State
+	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
 		unreachable(ctx, st.Connection.Node, err)
@@ -344,7 +365,7 @@ func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinAr
 	if in.ConfigSha != st.ConfigSha {
 		d["configSha"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Connection != st.Connection || in.Via != st.Via {
+	if in.Connection != st.Connection || in.Via.Node != st.Via.Node {
 		d["connection"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil

@@ -146,6 +146,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 
 func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, NodeMetaState]) (infer.ReadResponse[NodeMetaArgs, NodeMetaState], error) {
 	st := req.State
+	st.Via = currentVia(st.Via, req.Inputs.Via)
 	n, err := readNode(ctx, st.NodeMetaArgs)
 	if err != nil {
 		unreachable(ctx, st.Via.Node, err)
@@ -189,7 +190,7 @@ func (NodeMeta) Diff(ctx context.Context, req infer.DiffRequest[NodeMetaArgs, No
 	if !slices.Equal(taintKeys(in.Taints), taintKeys(st.LiveTaints)) || !slices.Equal(taintKeys(in.Taints), taintKeys(st.Taints)) {
 		d["taints"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Via != st.Via {
+	if in.Via.Node != st.Via.Node {
 		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
@@ -261,6 +262,7 @@ func (Manifest) Create(ctx context.Context, req infer.CreateRequest[ManifestArgs
 
 func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, ManifestState]) (infer.ReadResponse[ManifestArgs, ManifestState], error) {
 	st := req.State
+	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Via)
 	if err != nil {
 		unreachable(ctx, st.Via.Node, err)
@@ -284,7 +286,7 @@ func (Manifest) Diff(ctx context.Context, req infer.DiffRequest[ManifestArgs, Ma
 	if in.Content != st.Content || !st.Exists {
 		d["content"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Via != st.Via {
+	if in.Via.Node != st.Via.Node {
 		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil

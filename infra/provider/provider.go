@@ -32,6 +32,8 @@ func New() (p.Provider, error) {
 			infer.Resource(&NodeMeta{}),
 			infer.Resource(&Manifest{}),
 			infer.Resource(&EtcdMembers{}),
+			infer.Resource(&Dataplane{}),
+			infer.Resource(&ControlPlaneAddress{}),
 		).
 		Build()
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/stack"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+func init() {
+	subcommands = append(subcommands, newDoctorCommand)
+}
+
+func newDoctorCommand() *cobra.Command {
+	var path, secrets, stateDir, stackName string
+	cmd := &cobra.Command{
+		Use:   "doctor -f FILE",
+		Short: "Check the live cluster against the inventory and name what is wrong (exit 1 when something is)",
+		Long: "Reads every node over SSH, makes a TLS handshake with every address the API should answer at, " +
+			"asks etcd and the API; changes nothing. Prints a table and the causes it found, and exits 1 when a check failed.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inv, err := loadInventory(path, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if stackName == "" {
+				stackName = inv.Cluster.Name
+			}
+			if stateDir == "" {
+				stateDir = stack.DefaultStateDir()
+			}
+			if secrets == "" {
+				secrets = filepath.Join(stateDir, stackName, "secrets.yaml")
+			}
+			data, err := os.ReadFile(secrets)
+			if err != nil {
+				return fmt.Errorf("the secrets bundle (the cluster's CAs): %w (pass --secrets)", err)
+			}
+			bundle, err := pki.Parse(data)
+			if err != nil {
+				return err
+			}
+			key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+			if err != nil {
+				return fmt.Errorf("ssh.privateKey: %w", err)
+			}
+			doctorLabNetns(inv, cmd)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
+			defer cancel()
+			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
+				KnownHosts: program.ExpandHome(inv.SSH.KnownHosts), Dial: doctor.DialFunc(dialer())})
+			if err != nil {
+				return err
+			}
+			rep.Write(cmd.OutOrStdout())
+			if !rep.OK() {
+				return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", len(rep.Failed()))}
+			}
+			return nil
+		},
+	}
+	addFileFlag(cmd, &path)
+	cmd.Flags().StringVar(&secrets, "secrets", "", "secrets bundle (default: <state-dir>/<stack>/secrets.yaml)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default "+stack.DefaultStateDir()+")")
+	cmd.Flags().StringVar(&stackName, "stack", "", "stack name (default: the inventory's cluster name)")
+	return cmd
+}
+
+// doctorLabNetns is useLabNetns for a cluster that may have drifted from
+// its inventory: a node of the emulated homelab that came back on another
+// address is exactly what doctor must still reach, so names decide, not
+// addresses.
+func doctorLabNetns(inv *inventory.Inventory, cmd *cobra.Command) {
+	if os.Getenv(ssh.NetnsEnv) != "" {
+		return
+	}
+	l, err := lab.Open("")
+	if err != nil {
+		return
+	}
+	st, err := l.LoadState()
+	if err != nil || st.Cluster != inv.Cluster.Name {
+		return
+	}
+	for _, n := range inv.Nodes {
+		if _, err := st.Node(n.Name); err != nil {
+			return
+		}
+	}
+	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: the emulated homelab runs this inventory's nodes: reaching them from namespace %s\n", lab.GatewayNetns)
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/homelab-dev/homelab/infra/hostkeys"
+	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/inventory"
+)
+
+func init() {
+	subcommands = append(subcommands, newHostsCommand)
+}
+
+func newHostsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hosts",
+		Short: "Manage the SSH host keys homelab trusts (known_hosts)",
+	}
+	var path, fingerprint string
+	accept := &cobra.Command{
+		Use:   "accept NODE -f FILE",
+		Short: "Trust the key a node shows now, after you compared its fingerprint out of band (a reinstalled or replaced machine)",
+		Long: "Connects to the node's declared address, shows the fingerprint of the host key it presents next to the ones known_hosts has, " +
+			"and replaces the node's known_hosts entries (by address and by name) with it once you confirm: interactively, " +
+			"or with --fingerprint set to the fingerprint you verified on the machine (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub). " +
+			"Nothing is accepted silently.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			inv, err := loadInventory(path, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			n, ok := inv.Node(args[0])
+			if !ok {
+				return fmt.Errorf("no node %q in %s", args[0], path)
+			}
+			useLabNetns(path, cmd)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			return acceptHostKey(ctx, cmd, inv, n, fingerprint)
+		},
+	}
+	addFileFlag(accept, &path)
+	accept.Flags().StringVar(&fingerprint, "fingerprint", "", "the SHA256 fingerprint you verified on the machine; required when not on a terminal")
+	cmd.AddCommand(accept)
+	return cmd
+}
+
+func acceptHostKey(ctx context.Context, cmd *cobra.Command, inv *inventory.Inventory, n inventory.Node, fingerprint string) error {
+	port := inv.SSH.Port
+	if port == 0 {
+		port = 22
+	}
+	addr := net.JoinHostPort(n.Address, strconv.Itoa(port))
+	key, err := hostkeys.Live(ctx, hostkeys.DialFunc(dialer()), addr)
+	if err != nil {
+		return err
+	}
+	file := program.ExpandHome(inv.SSH.KnownHosts)
+	hosts := hostkeys.Hosts(n.Name, n.Address, port)
+	old, err := hostkeys.Known(file, hosts)
+	if err != nil {
+		return err
+	}
+	got := gossh.FingerprintSHA256(key)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%s (%s) shows %s key %s\n", n.Name, addr, key.Type(), got)
+	if len(old) == 0 {
+		fmt.Fprintf(out, "%s has no key for it yet\n", file)
+	} else {
+		fmt.Fprintf(out, "%s has %s\n", file, strings.Join(old, ", "))
+	}
+	if slices.Contains(old, got) && len(old) == 1 {
+		fmt.Fprintln(out, "already trusted: nothing to do")
+		return nil
+	}
+	switch {
+	case fingerprint != "":
+		if fingerprint != got {
+			return fmt.Errorf("refusing: the node shows %s, not the fingerprint you gave (%s): it is not the machine you checked", got, fingerprint)
+		}
+	case isTerminal(os.Stdin):
+		fmt.Fprintf(out, "Compare it with the machine's own (on its console: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub).\nTrust this key for %s? Type yes: ", n.Name)
+		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if strings.TrimSpace(answer) != "yes" {
+			return fmt.Errorf("not accepted")
+		}
+	default:
+		return fmt.Errorf("refusing to accept a host key without confirmation: run on a terminal, or pass --fingerprint %s after checking it on the machine", got)
+	}
+	if err := hostkeys.Replace(file, hosts, key); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s now trusts %s for %s (%s)\n", file, got, n.Name, strings.Join(hosts, ", "))
+	return nil
+}

@@ -1,0 +1,471 @@
+package doctor
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/sans"
+)
+
+// nodeFacts is what one node showed over SSH.
+type nodeFacts struct {
+	node      inventory.Node
+	reached   bool
+	err       error
+	at        string // the address SSH reached it at
+	hostname  string
+	macs      []string
+	addrs     []string // primary global addresses
+	secondary []string // the VIP, when held
+	primary   string
+	neigh     map[string]string // MAC -> address, from the node's neighbour table
+	kubeconfs map[string]string // path -> server URL
+	manifests map[string]*corev1.Pod
+	certs     map[string]*x509.Certificate
+	bindLog   map[string]string // component -> its last bind failure
+}
+
+// probeScript is read-only. Secondary addresses are listed apart: the VIP
+// is one, and must not pass for the node's own address.
+const probeScript = `echo "hostname=$(hostname)"
+for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
+ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case "$rest" in *secondary*) echo "secondary=${a%%/*}";; *) echo "addr=${a%%/*}";; esac; done
+ip -4 neigh show 2>/dev/null | awk '$4=="lladdr" && $6!="FAILED" && $6!="INCOMPLETE" {print "neigh=" $1 " " $5}'
+for f in /etc/kubernetes/*.conf; do [ -f "$f" ] && echo "kubeconfig=$f $(awk '$1=="server:"{print $2; exit}' "$f")"; done
+for c in etcd kube-apiserver; do
+  for l in /var/log/pods/$c.log /var/log/pods/kube-system_$c-*/$c/*.log; do
+    [ -f "$l" ] && tail -n 300 "$l" | grep -E 'bind: cannot assign requested address|listen tcp .*: bind' | tail -n 1 | sed "s|^|bind.$c=|"
+  done
+done
+true`
+
+var (
+	controlPlaneManifests = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	certFiles             = []string{"apiserver.crt", "etcd/server.crt", "etcd/peer.crt"}
+)
+
+func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
+	inv := d.t.Inventory
+	dial := d.t.Dial
+	port := inv.SSH.Port
+	if port == 0 {
+		port = 22
+	}
+	// The host key is checked under keyAs while the connection goes to at:
+	// a node found on a new address proves it is the same machine by the
+	// key known_hosts has for its old one.
+	redirect := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return dial(ctx, network, net.JoinHostPort(at, fmt.Sprint(port)))
+	}
+	return ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: keyAs, Port: port, User: inv.SSH.User, PrivateKey: d.t.PrivateKey, KnownHosts: d.t.KnownHosts},
+		ssh.WithDialer(redirect), ssh.WithRetry(0), ssh.WithTimeout(8*time.Second), ssh.WithKeepAlive(0))
+}
+
+func (d *doctor) probeNode(ctx context.Context, n inventory.Node) *nodeFacts {
+	f := &nodeFacts{node: n}
+	c, err := d.dialNode(ctx, n, n.Address, n.Address)
+	if err != nil {
+		f.err = err
+		return f
+	}
+	defer c.Close()
+	d.collect(ctx, c, f, n.Address)
+	return f
+}
+
+func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at string) {
+	f.reached, f.at = true, at
+	f.neigh, f.kubeconfs, f.manifests, f.certs, f.bindLog = map[string]string{}, map[string]string{}, map[string]*corev1.Pod{}, map[string]*x509.Certificate{}, map[string]string{}
+	res, err := c.Query(ctx, probeScript)
+	if err != nil {
+		f.err = err
+		return
+	}
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "hostname":
+			f.hostname = v
+		case k == "mac":
+			f.macs = append(f.macs, strings.ToLower(v))
+		case k == "addr":
+			f.addrs = append(f.addrs, v)
+		case k == "secondary":
+			f.secondary = append(f.secondary, v)
+		case k == "neigh":
+			if ip, mac, ok := strings.Cut(v, " "); ok {
+				f.neigh[strings.ToLower(mac)] = ip
+			}
+		case k == "kubeconfig":
+			if p, server, ok := strings.Cut(v, " "); ok {
+				f.kubeconfs[p] = server
+			}
+		case strings.HasPrefix(k, "bind."):
+			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
+		}
+	}
+	f.primary = at
+	if !slices.Contains(f.addrs, at) && len(f.addrs) > 0 {
+		f.primary = f.addrs[0]
+	}
+	if !f.node.IsControlPlane() {
+		return
+	}
+	for _, m := range controlPlaneManifests {
+		data, err := c.Read(ctx, "/etc/kubernetes/manifests/"+m+".yaml")
+		if err != nil {
+			continue
+		}
+		var pod corev1.Pod
+		if yaml.Unmarshal(data, &pod) == nil {
+			f.manifests[m] = &pod
+		}
+	}
+	for _, p := range certFiles {
+		data, err := c.Read(ctx, "/etc/kubernetes/pki/"+p)
+		if err != nil {
+			continue
+		}
+		if b, _ := pem.Decode(data); b != nil {
+			if cert, err := x509.ParseCertificate(b.Bytes); err == nil {
+				f.certs[p] = cert
+			}
+		}
+	}
+}
+
+// locateMoved finds a node that does not answer at its declared address
+// by its MAC in the other nodes' neighbour tables (the seed's incident: a
+// DHCP lease moved it), and examines it there.
+func (d *doctor) locateMoved(ctx context.Context) {
+	for _, n := range d.t.Inventory.Nodes {
+		f := d.nodes[n.Name]
+		if f.reached || n.MAC == "" {
+			continue
+		}
+		var lastErr error
+		mac := strings.ToLower(n.MAC)
+		for _, o := range d.nodes {
+			at, ok := o.neigh[mac]
+			if !ok || at == n.Address {
+				continue
+			}
+			c, err := d.dialNode(ctx, n, at, at)
+			if err != nil {
+				// known_hosts may know the machine only by its old
+				// address: check the key it has there.
+				if c, err = d.dialNode(ctx, n, at, n.Address); err != nil {
+					lastErr = err
+					continue
+				}
+			}
+			d.collect(ctx, c, f, at)
+			c.Close()
+			break
+		}
+		if !f.reached && lastErr != nil {
+			f.err = fmt.Errorf("%w; found its MAC elsewhere, but: %v", f.err, lastErr)
+		}
+	}
+}
+
+func (d *doctor) checkVIP() {
+	inv := d.t.Inventory
+	if inv.Cluster.Endpoint.Layout != inventory.LayoutVIP {
+		return
+	}
+	vip := inv.Cluster.Endpoint.VIP
+	var holders []string
+	for _, n := range inv.ControlPlanes() {
+		if f := d.nodes[n.Name]; f.reached && slices.Contains(f.secondary, vip) {
+			holders = append(holders, n.Name)
+		}
+	}
+	switch len(holders) {
+	case 1:
+		d.r.VIPHolder = holders[0]
+		d.r.add("vip", vip, OK, "held by %s", holders[0])
+	case 0:
+		d.r.add("vip", vip, Fail, "no reachable control-plane node holds the VIP")
+		d.r.cause("no control-plane node holds the VIP %s: is keepalived running (systemctl status keepalived) and does any node's apiserver pass the health check?", vip)
+	default:
+		d.r.add("vip", vip, Fail, "held by %s at once (split brain)", strings.Join(holders, " and "))
+		d.r.cause("split brain: %s all hold the VIP %s; check keepalived's unicast peers", strings.Join(holders, ", "), vip)
+	}
+}
+
+func (d *doctor) checkNode(n inventory.Node) {
+	f := d.nodes[n.Name]
+	if !f.reached {
+		var changed *ssh.HostKeyChangedError
+		if errors.As(f.err, &changed) {
+			d.r.add("node", n.Name, Fail, "host key changed: %s (known_hosts has %s)", changed.Got, strings.Join(changed.Want, ", "))
+			d.r.cause("%s shows a new SSH host key %s: a reinstalled or replaced machine, or an attack. If expected, check it out of band and accept it: homelab hosts accept %s -f INVENTORY", n.Name, changed.Got, n.Name)
+			return
+		}
+		d.r.add("node", n.Name, Fail, "unreachable at %s: %v", n.Address, f.err)
+		d.r.cause("%s does not answer at its declared address %s, and its MAC %s was not seen elsewhere: powered off, or moved to an address no neighbour has talked to", n.Name, n.Address, n.MAC)
+		return
+	}
+	if !slices.Contains(f.addrs, n.Address) {
+		d.r.add("node", n.Name, Fail, "has %s, not its declared address %s (MAC %s)", joinOr(f.addrs, "no address"), n.Address, joinOr(f.macs, "?"))
+		d.r.cause("%s came back on %s instead of its declared %s (a changed DHCP lease?). kubeadm does not follow an address change (kubeadm #3299): either give the node back %s (a DHCP reservation for MAC %s), or set its address to %s in the inventory and run `homelab up`, which updates etcd's peer URL, regenerates the certificates, manifests, kubeconfigs and keepalived peers",
+			n.Name, f.primary, n.Address, n.Address, n.MAC, f.primary)
+	} else {
+		d.r.add("node", n.Name, OK, "address %s", n.Address)
+	}
+	if n.MAC != "" {
+		want, _ := net.ParseMAC(n.MAC)
+		found := false
+		for _, m := range f.macs {
+			if got, err := net.ParseMAC(m); err == nil && want != nil && got.String() == want.String() {
+				found = true
+			}
+		}
+		if found {
+			d.r.add("node", n.Name, OK, "MAC %s", n.MAC)
+		} else {
+			d.r.add("node", n.Name, Fail, "no NIC with the declared MAC %s (it has %s)", n.MAC, joinOr(f.macs, "none"))
+			d.r.cause("%s has no NIC with MAC %s (it has %s): a replaced NIC or machine; update nodes[%s].mac in the inventory", n.Name, n.MAC, joinOr(f.macs, "none"), n.Name)
+		}
+	}
+	if f.hostname != "" && f.hostname != n.Name {
+		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
+	}
+	for p, server := range f.kubeconfs {
+		d.audit("kubeconfig", n.Name+":"+p, n, server)
+	}
+	if n.IsControlPlane() {
+		d.checkManifests(n, f)
+		d.checkCerts(n, f)
+	}
+}
+
+var ipPattern = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+
+func addressesIn(s string) []string {
+	var out []string
+	for _, m := range ipPattern.FindAllString(s, -1) {
+		if a, err := netip.ParseAddr(m); err == nil && !a.IsLoopback() && !a.IsUnspecified() && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// flags maps a static pod's --flag=value arguments.
+func flags(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	if len(pod.Spec.Containers) == 0 {
+		return out
+	}
+	c := pod.Spec.Containers[0]
+	for _, a := range append(slices.Clone(c.Command), c.Args...) {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// bindFlags are the flags whose addresses the component binds or
+// announces: one the node lacks is the seed's crash loop.
+var bindFlags = map[string][]string{
+	"etcd":           {"listen-peer-urls", "listen-client-urls", "initial-advertise-peer-urls", "advertise-client-urls"},
+	"kube-apiserver": {"advertise-address", "bind-address"},
+}
+
+func (d *doctor) checkManifests(n inventory.Node, f *nodeFacts) {
+	nodeNet, _ := netip.ParsePrefix(d.t.Inventory.Cluster.Network.NodeCIDR)
+	for _, m := range controlPlaneManifests {
+		pod, ok := f.manifests[m]
+		if !ok {
+			if m == "etcd" || m == "kube-apiserver" {
+				d.r.add("manifest", n.Name+":"+m+".yaml", Fail, "missing")
+			}
+			continue
+		}
+		fl := flags(pod)
+		where := n.Name + ":/etc/kubernetes/manifests/" + m + ".yaml"
+		bad := false
+		var badFlags, badAddrs []string
+		for _, k := range bindFlags[m] {
+			for _, a := range addressesIn(fl[k]) {
+				if slices.Contains(f.addrs, a) {
+					continue
+				}
+				bad = true
+				badFlags = append(badFlags, "--"+k)
+				if !slices.Contains(badAddrs, a) {
+					badAddrs = append(badAddrs, a)
+				}
+				detail := fmt.Sprintf("--%s uses %s, which the node does not have (it has %s)", k, a, joinOr(f.addrs, "none"))
+				if l := f.bindLog[m]; l != "" {
+					detail += "; its log: " + strings.TrimSpace(l)
+				}
+				d.r.add("manifest", where, Fail, "%s", detail)
+			}
+		}
+		switch {
+		case len(badFlags) == 0:
+		case m == "etcd":
+			d.r.cause("%s: etcd is configured for %s (%s in etcd.yaml), an address the node no longer has: it cannot bind it and crash-loops, so this member is down",
+				n.Name, strings.Join(badAddrs, ", "), strings.Join(badFlags, ", "))
+		default:
+			d.r.cause("%s: %s advertises %s (%s in %s.yaml), an address the node no longer has; with its local etcd down it cannot start either",
+				n.Name, m, strings.Join(badAddrs, ", "), strings.Join(badFlags, ", "), m)
+		}
+		if !bad {
+			// The rest of the audit: every address hard-coded in the
+			// manifest, flag by flag (--initial-cluster is only read on
+			// a member's first start, so it breaks nothing later).
+			keys := make([]string, 0, len(fl))
+			for k := range fl {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if k == "initial-cluster" || k == "initial-cluster-state" {
+					continue
+				}
+				for _, a := range addressesIn(fl[k]) {
+					// Only machine addresses can move or die; the
+					// service and pod ranges cannot.
+					if ip, err := netip.ParseAddr(a); err == nil && nodeNet.IsValid() && !nodeNet.Contains(ip) {
+						continue
+					}
+					d.audit("manifest", where+" --"+k, n, a)
+				}
+			}
+		}
+	}
+}
+
+// audit classifies one hard-coded address: where it is, and what breaks
+// if the node it belongs to dies or moves.
+func (d *doctor) audit(check, where string, owner inventory.Node, server string) {
+	host := server
+	if h, _, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://")); err == nil {
+		host = h
+	} else {
+		host = strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://")
+	}
+	inv := d.t.Inventory
+	if a, err := netip.ParseAddr(host); err == nil && a.IsLoopback() {
+		return
+	}
+	ep := inv.EndpointHost()
+	if host == ep && inv.Cluster.Endpoint.Layout != inventory.LayoutSingleIP {
+		d.r.add(check, where, OK, "%s: the endpoint (%s layout): survives any one node", server, inv.Cluster.Endpoint.Layout)
+		return
+	}
+	for _, m := range inv.Nodes {
+		live := d.liveAddress(m)
+		switch {
+		case host == m.Address && live != m.Address:
+			d.r.add(check, where, Fail, "%s: %s's old address; it is now at %s", server, m.Name, live)
+			d.r.cause("%s still points at %s, %s's old address", where, m.Address, m.Name)
+			return
+		case host == m.Address && m.Name == owner.Name && host == ep:
+			d.r.add(check, where, Warn, "%s: the single-ip endpoint is %s's own address: breaks if %s dies or moves", server, m.Name, m.Name)
+			return
+		case host == m.Address && m.Name == owner.Name:
+			d.r.add(check, where, Note, "%s: %s's own address: breaks if %s moves", server, m.Name, m.Name)
+			return
+		case host == m.Address:
+			d.r.add(check, where, Warn, "%s: %s's address: breaks if %s dies or moves", server, m.Name, m.Name)
+			return
+		case host == live:
+			d.r.add(check, where, Warn, "%s: %s's live address, which the inventory does not declare", server, m.Name)
+			return
+		}
+	}
+	d.r.add(check, where, Fail, "%s: no node has this address", server)
+	d.r.cause("%s points at %s, which no node has", where, server)
+}
+
+// sanStrings lists a certificate's IP and DNS SANs, IPs normalised.
+func sanStrings(c *x509.Certificate) []string {
+	var out []string
+	for _, ip := range c.IPAddresses {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap().String())
+		}
+	}
+	return append(out, c.DNSNames...)
+}
+
+// compareSANs returns what the certificate lacks and what it has beyond
+// the required set (allowed extras aside).
+func compareSANs(have, want, allowed []string) (missing, extra []string) {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, h := range have {
+		if !slices.Contains(want, h) && !slices.Contains(allowed, h) {
+			extra = append(extra, h)
+		}
+	}
+	return missing, extra
+}
+
+// RequiredSANs is what each control-plane certificate must carry, exactly:
+// the apiserver's is roles/sans.APIServer; etcd's are roles/sans.Etcd plus
+// the IPv6 loopback kubeadm always adds.
+func RequiredSANs(inv *inventory.Inventory, cert string) (want, allowed []string) {
+	if cert == "apiserver.crt" {
+		return sans.APIServer(inv).Strings(), nil
+	}
+	return sans.Etcd(inv).Strings(), []string{"::1"}
+}
+
+func (d *doctor) checkCerts(n inventory.Node, f *nodeFacts) {
+	for _, p := range certFiles {
+		c, ok := f.certs[p]
+		where := n.Name + ":/etc/kubernetes/pki/" + p
+		if !ok {
+			d.r.add("cert sans", where, Fail, "missing or unreadable")
+			continue
+		}
+		want, allowed := RequiredSANs(d.t.Inventory, p)
+		have := sanStrings(c)
+		// A node found on an address the inventory does not declare yet:
+		// the certificates must carry that address too before it can
+		// serve there.
+		for _, m := range d.t.Inventory.ControlPlanes() {
+			if live := d.liveAddress(m); live != m.Address && !slices.Contains(have, live) {
+				d.r.add("cert sans", where, Fail, "lacks %s, %s's new address", live, m.Name)
+				d.r.cause("the control-plane certificates lack %s, %s's new address (%s's %s among them): clients and etcd peers reaching %s there fail TLS, and `kubeadm certs renew` would keep the old SANs (kubeadm #1447)",
+					live, m.Name, n.Name, p, m.Name)
+			}
+		}
+		missing, extra := compareSANs(have, want, allowed)
+		if len(missing) == 0 && len(extra) == 0 {
+			d.r.add("cert sans", where, OK, "the required %d SANs", len(want))
+			continue
+		}
+		d.r.add("cert sans", where, Fail, "lacks [%s], has extra [%s]", strings.Join(missing, " "), strings.Join(extra, " "))
+		d.r.cause("%s's %s does not carry the required SANs (lacks %s; extra %s): `kubeadm certs renew` would keep them (kubeadm #1447); `homelab up` regenerates it",
+			n.Name, p, joinOr(missing, "none"), joinOr(extra, "none"))
+	}
+}

@@ -1,0 +1,32 @@
+package program
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/inventory"
+)
+
+// The dataplane follows init (restoring kube-proxy needs its config on
+// cp-1), gives Cilium the endpoint, never one node's address in the vip
+// layout, and reaches every node to clean kube-proxy's rules.
+func TestDataplaneDeclared(t *testing.T) {
+	m := runMocked(t, inventory.LayoutVIP)
+	d := m.get(t, "homelab:index:Dataplane", "dataplane")
+	if !dependsOn(d, "homelab:index:KubeadmInit", "cp-1") {
+		t.Errorf("Dataplane does not follow init: %v", d.deps)
+	}
+	if got := d.inputs["replacement"].StringValue(); got != "cilium" {
+		t.Errorf("replacement %q", got)
+	}
+	values := d.inputs["values"].StringValue()
+	if !strings.Contains(values, "k8sServiceHost: 10.0.0.100") || !strings.Contains(values, "kubeProxyReplacement: true") {
+		t.Errorf("values:\n%s", values)
+	}
+	if n := len(d.inputs["nodes"].ArrayValue()); n != 7 {
+		t.Errorf("%d nodes to clean", n)
+	}
+	if d.inputs["chart"].StringValue() != "" || d.inputs["chartVersion"].StringValue() == "" {
+		t.Errorf("default chart source: %q %q", d.inputs["chart"].StringValue(), d.inputs["chartVersion"].StringValue())
+	}
+}

@@ -1,0 +1,455 @@
+package provider
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// ControlPlaneAddress keeps what kubeadm baked into a control-plane node
+// at init or join in step with the inventory: the address its etcd and
+// apiserver bind and advertise, the kubeconfigs its own components use, the
+// kubelet's node IP, and the SANs of its apiserver and etcd certificates.
+// kubeadm does not follow an address change (kubeadm #3299) and `kubeadm
+// certs renew` keeps the old SANs (kubeadm #1447): this resource compares
+// the live certificates' SANs with the required set and regenerates those
+// that differ, whether or not the files exist.
+type ControlPlaneAddress struct{}
+
+type ControlPlaneAddressArgs struct {
+	Connection Connection `pulumi:"connection"`
+	Address    string     `pulumi:"address"`
+	// APIServerSANs and EtcdSANs are the required sets (roles/sans).
+	APIServerSANs []string `pulumi:"apiServerSANs"`
+	EtcdSANs      []string `pulumi:"etcdSANs"`
+	// Config is a kubeadm InitConfiguration + ClusterConfiguration for
+	// this node, for the init phases that regenerate its certificates and
+	// manifests. It holds the bootstrap token: secret.
+	Config string `pulumi:"config" provider:"secret"`
+	Port   int    `pulumi:"port"`
+}
+
+type ControlPlaneAddressState struct {
+	ControlPlaneAddressArgs
+	// What the node has: the apiserver's advertise address, the address
+	// etcd listens on for peers, the kubelet's node IP, the kubeconfig
+	// servers and each certificate's SANs.
+	LiveAdvertise  string            `pulumi:"liveAdvertise"`
+	LiveEtcdPeer   string            `pulumi:"liveEtcdPeer"`
+	LiveNodeIP     string            `pulumi:"liveNodeIP"`
+	LiveKubeconfig map[string]string `pulumi:"liveKubeconfig,optional"`
+	LiveSANs       map[string]string `pulumi:"liveSANs,optional"`
+}
+
+func (c *ControlPlaneAddress) Annotate(a infer.Annotator) {
+	a.Describe(&c, "A control-plane node's address as kubeadm baked it in (manifests, kubeconfigs, node IP) and its certificates' SANs, kept equal to the inventory.")
+	a.SetToken("index", "ControlPlaneAddress")
+}
+
+const (
+	apiserverManifest = manifests + "/kube-apiserver.yaml"
+	etcdManifest      = manifests + "/etcd.yaml"
+	kubeletFlags      = "/var/lib/kubelet/kubeadm-flags.env"
+	phasesConfig      = "/etc/kubernetes/kubeadm/.homelab-phases.yaml"
+)
+
+// The kubeconfigs whose server is the node's own address (kubeadm points
+// the node's own components at it); admin.conf points at the endpoint.
+var ownKubeconfigs = []string{"kubelet.conf", "controller-manager.conf", "scheduler.conf", "super-admin.conf"}
+
+// liveScript is read-only.
+const liveScript = `sed -n 's/.*--advertise-address=\([^" ]*\).*/advertise=\1/p' ` + apiserverManifest + ` 2>/dev/null | head -1
+sed -n 's/.*--listen-peer-urls=\([^" ]*\).*/etcdpeer=\1/p' ` + etcdManifest + ` 2>/dev/null | head -1
+sed -n 's/.*--node-ip=\([^" ]*\).*/nodeip=\1/p' ` + kubeletFlags + ` 2>/dev/null | head -1
+for f in kubelet.conf controller-manager.conf scheduler.conf super-admin.conf; do
+  [ -f /etc/kubernetes/$f ] && echo "kubeconfig.$f=$(awk '$1=="server:"{print $2; exit}' /etc/kubernetes/$f)"
+done
+true`
+
+// certSANs lists the certificates checked and which required set applies.
+var certSANs = map[string]string{
+	"apiserver.crt":   "apiserver",
+	"etcd/server.crt": "etcd",
+	"etcd/peer.crt":   "etcd",
+}
+
+func readLive(ctx context.Context, c *ssh.Client, st *ControlPlaneAddressState) error {
+	out, _, err := query(ctx, c, liveScript)
+	if err != nil {
+		return err
+	}
+	st.LiveAdvertise, st.LiveEtcdPeer, st.LiveNodeIP = "", "", ""
+	st.LiveKubeconfig, st.LiveSANs = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "advertise":
+			st.LiveAdvertise = v
+		case k == "etcdpeer":
+			st.LiveEtcdPeer = hostOf(strings.Split(v, ",")[0])
+		case k == "nodeip":
+			st.LiveNodeIP = v
+		case strings.HasPrefix(k, "kubeconfig."):
+			st.LiveKubeconfig[strings.TrimPrefix(k, "kubeconfig.")] = hostOf(v)
+		}
+	}
+	for f := range certSANs {
+		data, err := c.Read(ctx, "/etc/kubernetes/pki/"+f)
+		if err != nil {
+			st.LiveSANs[f] = ""
+			continue
+		}
+		st.LiveSANs[f] = strings.Join(certSANList(data), ",")
+	}
+	return nil
+}
+
+func hostOf(u string) string {
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
+	if h, _, err := net.SplitHostPort(u); err == nil {
+		return h
+	}
+	return u
+}
+
+func certSANList(pemData []byte) []string {
+	b, _ := pem.Decode(pemData)
+	if b == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ip := range cert.IPAddresses {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, a.Unmap().String())
+		}
+	}
+	out = append(out, cert.DNSNames...)
+	sort.Strings(out)
+	return out
+}
+
+// sansDiffer compares a certificate's SANs with the required set; kubeadm
+// always adds the IPv6 loopback to etcd's.
+func sansDiffer(live string, want []string, allowed ...string) bool {
+	have := []string{}
+	if live != "" {
+		have = strings.Split(live, ",")
+	}
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return true
+		}
+	}
+	for _, h := range have {
+		if !slices.Contains(want, h) && !slices.Contains(allowed, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// drift lists what differs on the node, by what fixes it.
+type drift struct {
+	certs    []string // certificate files to regenerate
+	address  bool     // manifests, kubeconfigs and node IP carry another address
+	problems []string
+}
+
+func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
+	var d drift
+	files := make([]string, 0, len(certSANs))
+	for f := range certSANs {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		want, allowed := in.APIServerSANs, []string(nil)
+		if certSANs[f] == "etcd" {
+			want, allowed = in.EtcdSANs, []string{"::1"}
+		}
+		if sansDiffer(st.LiveSANs[f], want, allowed...) {
+			d.certs = append(d.certs, f)
+			d.problems = append(d.problems, f+" SANs differ from the required set")
+		}
+	}
+	if st.LiveAdvertise != "" && st.LiveAdvertise != in.Address {
+		d.address = true
+		d.problems = append(d.problems, "kube-apiserver advertises "+st.LiveAdvertise)
+	}
+	if st.LiveEtcdPeer != "" && st.LiveEtcdPeer != in.Address {
+		d.address = true
+		d.problems = append(d.problems, "etcd listens on "+st.LiveEtcdPeer)
+	}
+	if st.LiveNodeIP != "" && st.LiveNodeIP != in.Address {
+		d.address = true
+		d.problems = append(d.problems, "the kubelet's node IP is "+st.LiveNodeIP)
+	}
+	for f, h := range st.LiveKubeconfig {
+		if h != in.Address && isIP(h) && slices.Contains(ownKubeconfigs, f) && (h == st.LiveAdvertise || h == st.LiveNodeIP) {
+			d.address = true
+			d.problems = append(d.problems, f+" points at "+h)
+		}
+	}
+	return d
+}
+
+func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
+
+func (ControlPlaneAddress) Create(ctx context.Context, req infer.CreateRequest[ControlPlaneAddressArgs]) (infer.CreateResponse[ControlPlaneAddressState], error) {
+	in := req.Inputs
+	st := ControlPlaneAddressState{ControlPlaneAddressArgs: in}
+	if req.DryRun {
+		return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, nil
+	}
+	st, err := convergeAddress(ctx, in)
+	return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, err
+}
+
+func (ControlPlaneAddress) Read(ctx context.Context, req infer.ReadRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState], error) {
+	st := req.State
+	c, err := dial(ctx, st.Connection)
+	if err != nil {
+		unreachable(ctx, st.Connection.Node, err)
+		return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	defer c.Close()
+	if err := readLive(ctx, c, &st); err != nil {
+		return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{}, err
+	}
+	return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+}
+
+// Diff compares the inventory with what the node has, not with the last
+// inputs: the point is drift kubeadm left behind.
+func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.DiffResponse, error) {
+	d := map[string]p.PropertyDiff{}
+	in, st := req.Inputs, req.State
+	dr := driftOf(in, st)
+	if in.Address != st.Address || dr.address {
+		d["address"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if len(dr.certs) > 0 || !slices.Equal(in.APIServerSANs, st.APIServerSANs) || !slices.Equal(in.EtcdSANs, st.EtcdSANs) {
+		d["sans"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Connection != st.Connection {
+		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+}
+
+func (ControlPlaneAddress) Update(ctx context.Context, req infer.UpdateRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.UpdateResponse[ControlPlaneAddressState], error) {
+	st := req.State
+	st.ControlPlaneAddressArgs = req.Inputs
+	if req.DryRun {
+		return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, nil
+	}
+	st, err := convergeAddress(ctx, req.Inputs)
+	return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, err
+}
+
+// Delete changes nothing: the node's reset belongs to its init or join.
+func (ControlPlaneAddress) Delete(ctx context.Context, req infer.DeleteRequest[ControlPlaneAddressState]) (infer.DeleteResponse, error) {
+	return infer.DeleteResponse{}, nil
+}
+
+// convergeAddress reads the node and fixes what differs. The node's etcd member
+// must already carry the new peer URL (EtcdMembers runs first): otherwise
+// the restarted member could not be reached by its peers and would never
+// become healthy. It returns once this node's etcd and apiserver are
+// healthy again, so the next control-plane node is touched only then and
+// etcd never loses more than one member at a time.
+func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPlaneAddressState, error) {
+	st := ControlPlaneAddressState{ControlPlaneAddressArgs: in}
+	node := in.Connection.Node
+	c, err := dial(ctx, in.Connection)
+	if err != nil {
+		return st, err
+	}
+	defer c.Close()
+	if err := readLive(ctx, c, &st); err != nil {
+		return st, err
+	}
+	dr := driftOf(in, st)
+	if len(dr.problems) == 0 {
+		return st, nil
+	}
+	p.GetLogger(ctx).Infof("%s: %s", node, strings.Join(dr.problems, "; "))
+	if err := c.Upload(ctx, phasesConfig, []byte(in.Config), 0o600); err != nil {
+		return st, fmt.Errorf("%s: writing the phases config: %w", node, err)
+	}
+	defer func() { _, _ = c.Run(context.WithoutCancel(ctx), "rm -f "+phasesConfig) }()
+	cfg := " --config " + phasesConfig
+
+	if len(dr.certs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+strings.Join(dr.certs, ", "), regenerateCerts(dr.certs)); err != nil {
+			return st, err
+		}
+	}
+	if dr.address {
+		old := st.LiveAdvertise
+		if old == "" {
+			old = st.LiveEtcdPeer
+		}
+		script := "set -e\n" +
+			"kubeadm init phase etcd local" + cfg + "\n" +
+			"kubeadm init phase control-plane apiserver" + cfg + "\n"
+		if old != "" && old != in.Address {
+			// kubeconfigs of the node's own components and the kubelet's
+			// node IP: rewritten in place, keeping their credentials.
+			o, n := strings.ReplaceAll(old, ".", `\.`), in.Address
+			for _, f := range ownKubeconfigs {
+				script += "[ -f /etc/kubernetes/" + f + " ] && sed -i 's#https://" + o + ":#https://" + n + ":#' /etc/kubernetes/" + f + "\n"
+			}
+			script += "[ -f " + kubeletFlags + " ] && sed -i 's#--node-ip=" + o + "\\b#--node-ip=" + n + "#' " + kubeletFlags + "\n"
+		}
+		// The kubelet rereads its flags and kubeconfig only on a restart;
+		// the controller-manager and scheduler their kubeconfigs likewise:
+		// their manifests did not change, so the kubelet restarts them
+		// once they exit.
+		script += "systemctl restart kubelet\n" +
+			"pkill -x kube-controller-manager || true\npkill -x kube-scheduler || true\n"
+		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, script); err != nil {
+			return st, err
+		}
+	}
+	if err := waitHealthy(ctx, c, in, len(dr.certs) > 0 && !dr.address); err != nil {
+		return st, fmt.Errorf("%s: %w", node, err)
+	}
+	if err := readLive(ctx, c, &st); err != nil {
+		return st, err
+	}
+	if left := driftOf(in, st); len(left.problems) > 0 {
+		return st, fmt.Errorf("%s: still differs after the fix: %s", node, strings.Join(left.problems, "; "))
+	}
+	return st, nil
+}
+
+// waitHealthy waits for this node's etcd member and for its apiserver to
+// serve /readyz with a certificate valid for the node's address. The
+// apiserver reloads a regenerated serving certificate by itself; when it
+// has not after a while (certsOnly: nothing restarted it), it is
+// restarted.
+func waitHealthy(ctx context.Context, c *ssh.Client, in ControlPlaneAddressArgs, certsOnly bool) error {
+	caPEM, err := c.Read(ctx, "/etc/kubernetes/pki/ca.crt")
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	deadline := time.Now().Add(4 * time.Minute)
+	restartAt := time.Now().Add(30 * time.Second)
+	var lastEtcd, lastAPI error
+	for time.Now().Before(deadline) {
+		if lastEtcd = etcdHealthy(ctx, c); lastEtcd == nil {
+			if lastAPI = readyzAt(ctx, c, pool, in.Address, in.Port); lastAPI == nil {
+				return nil
+			}
+		}
+		if certsOnly && time.Now().After(restartAt) {
+			p.GetLogger(ctx).Warningf("%s: the apiserver still serves its old certificate; restarting it", in.Connection.Node)
+			_, _ = c.Run(ctx, "pkill -x kube-apiserver || true")
+			certsOnly = false
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return fmt.Errorf("not healthy after the change: etcd: %v; apiserver: %v", lastEtcd, lastAPI)
+}
+
+func etcdHealthy(ctx context.Context, c *ssh.Client) error {
+	cli, err := etcdThrough(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := cli.Status(ctx, "https://127.0.0.1:2379")
+	if err != nil {
+		return err
+	}
+	if s.Leader == 0 {
+		return fmt.Errorf("etcd member has no leader")
+	}
+	if len(s.Errors) > 0 {
+		return fmt.Errorf("etcd: %v", s.Errors)
+	}
+	return nil
+}
+
+// readyzAt asks the node's apiserver through the SSH connection, with TLS
+// verified for the node's address: a certificate lacking it fails here.
+func readyzAt(ctx context.Context, c *ssh.Client, pool *x509.CertPool, address string, port int) error {
+	if port == 0 {
+		port = 6443
+	}
+	addr := net.JoinHostPort(address, fmt.Sprint(port))
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return c.DialContext(ctx, "tcp", addr)
+		},
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: address, MinVersion: tls.VersionTLS12},
+	}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// regenerateCerts issues new certificates with kubeadm in a staging
+// directory holding only the CAs (kubeadm keeps an existing certificate
+// whatever its SANs, so it must not see the old ones), then moves each
+// pair into place. The running etcd and apiserver never find a
+// certificate missing: both reload theirs from the files by themselves.
+func regenerateCerts(certs []string) string {
+	phase := map[string]string{"apiserver.crt": "apiserver", "etcd/server.crt": "etcd-server", "etcd/peer.crt": "etcd-peer"}
+	script := `set -e
+pki=/etc/kubernetes/pki
+t=$(mktemp -d /etc/kubernetes/.homelab-pki.XXXXXX)
+trap 'rm -rf "$t"' EXIT
+mkdir -p "$t/etcd"
+cp -p $pki/ca.crt $pki/ca.key "$t/"
+cp -p $pki/etcd/ca.crt $pki/etcd/ca.key "$t/etcd/"
+sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + phasesConfig + ` > "$t/config.yaml"
+`
+	for _, f := range certs {
+		base := strings.TrimSuffix(f, ".crt")
+		script += "kubeadm init phase certs " + phase[f] + ` --config "$t/config.yaml"` + "\n" +
+			`mv -f "$t/` + base + `.key" $pki/` + base + ".key\n" +
+			`mv -f "$t/` + base + `.crt" $pki/` + base + ".crt\n"
+	}
+	return script
+}

@@ -1,0 +1,456 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/helmrelease"
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// Dataplane is who implements Services: kube-proxy, or Cilium's eBPF
+// kube-proxy replacement. Its live state is what the cluster runs (the
+// kube-proxy DaemonSet and ConfigMap, the Cilium release and its values,
+// KUBE-* rules left on nodes), so changing cluster.kubeProxy.replacement
+// swaps a live cluster in the order that never leaves Services unserved.
+//
+// To Cilium: install or upgrade the release with the replacement on and
+// wait for it; only then delete kube-proxy's objects and its rules on every
+// node. Back: restore kube-proxy with kubeadm and wait for it; only then
+// upgrade the release with the replacement off. Cilium stays installed as
+// the CNI: uninstalling it would cut every pod's network.
+type Dataplane struct{}
+
+// Wait modes for kube-proxy after a swap back.
+const (
+	// WaitReady waits for a kube-proxy pod ready on every node.
+	WaitReady = "ready"
+	// WaitScheduled waits only for the pods to be created: for clusters
+	// whose nodes run no containers (the emulated homelab).
+	WaitScheduled = "scheduled"
+)
+
+type DataplaneArgs struct {
+	// Via is the first control-plane node: admin.conf, kubeadm and the
+	// rendered init config are there.
+	Via Connection `pulumi:"via"`
+	// Nodes are every node, whose KUBE-* rules go once kube-proxy is gone.
+	// A means, not desired state: a new node changes nothing here.
+	Nodes []Connection `pulumi:"nodes"`
+	// Replacement is none (kube-proxy) or cilium.
+	Replacement string `pulumi:"replacement"`
+	// InitConfigPath is kubeadm's init config on Via: restoring kube-proxy
+	// renders it from there, with the inventory's mode.
+	InitConfigPath string `pulumi:"initConfigPath"`
+	// Values are the Cilium release's values (YAML).
+	Values string `pulumi:"values"`
+	// Chart is a chart archive's path on the machine running homelab; empty
+	// for the official repository at ChartVersion.
+	Chart        string `pulumi:"chart,optional"`
+	ChartSha     string `pulumi:"chartSha,optional"`
+	ChartRepo    string `pulumi:"chartRepo"`
+	ChartName    string `pulumi:"chartName"`
+	ChartVersion string `pulumi:"chartVersion"`
+	Release      string `pulumi:"release"`
+	Namespace    string `pulumi:"namespace"`
+	Wait         string `pulumi:"wait,optional"`
+	TimeoutSec   int    `pulumi:"timeoutSeconds,optional"`
+}
+
+type DataplaneState struct {
+	DataplaneArgs
+	// KubeProxy: the kube-proxy DaemonSet or ConfigMap exists.
+	KubeProxy bool `pulumi:"kubeProxy"`
+	// ReleasePresent, ReleaseChart and ReleaseValues: the Cilium release.
+	ReleasePresent bool   `pulumi:"releasePresent"`
+	ReleaseChart   string `pulumi:"releaseChart,optional"`
+	ReleaseValues  string `pulumi:"releaseValues,optional"`
+	// StaleRules names the nodes still holding kube-proxy's rules while
+	// Cilium replaces it (read only then: with kube-proxy they are its own).
+	StaleRules []string `pulumi:"staleRules,optional"`
+}
+
+func (d *Dataplane) Annotate(a infer.Annotator) {
+	a.Describe(&d, "kube-proxy or Cilium's kube-proxy replacement; reads back the kube-proxy objects, the Cilium release and stale KUBE-* rules.")
+	a.SetToken("index", "Dataplane")
+}
+
+// canonical turns values (YAML or JSON) into sorted JSON so the desired and
+// the live values compare equal whatever their formatting.
+func canonical(values string) string {
+	m, err := helmrelease.ParseValues([]byte(values))
+	if err != nil {
+		return values
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func (a DataplaneArgs) cilium() bool { return a.Replacement == "cilium" }
+
+func (a DataplaneArgs) timeout() time.Duration {
+	if a.TimeoutSec > 0 {
+		return time.Duration(a.TimeoutSec) * time.Second
+	}
+	return 5 * time.Minute
+}
+
+func (a DataplaneArgs) chart() helmrelease.Chart {
+	return helmrelease.Chart{Path: a.Chart, RepoURL: a.ChartRepo, Name: a.ChartName, Version: a.ChartVersion}
+}
+
+func (a DataplaneArgs) chartChanged(b DataplaneArgs) bool {
+	return a.Chart != b.Chart || a.ChartSha != b.ChartSha || a.ChartRepo != b.ChartRepo || a.ChartName != b.ChartName || a.ChartVersion != b.ChartVersion
+}
+
+// desired is the state a converged cluster reads back as.
+func desiredDataplane(in DataplaneArgs, old DataplaneState) DataplaneState {
+	st := DataplaneState{DataplaneArgs: in, KubeProxy: !in.cilium()}
+	st.ReleasePresent = in.cilium() || old.ReleasePresent
+	if st.ReleasePresent {
+		st.ReleaseValues = canonical(in.Values)
+		st.ReleaseChart = old.ReleaseChart
+	}
+	return st
+}
+
+// changes lists what converging would change, keyed as the preview shows it.
+func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.PropertyDiff {
+	d := map[string]p.PropertyDiff{}
+	if in.Replacement != st.Replacement {
+		d["replacement"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.cilium() == st.KubeProxy {
+		d["kubeProxy"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.cilium() || st.ReleasePresent {
+		if !st.ReleasePresent {
+			d["releasePresent"] = p.PropertyDiff{Kind: p.Update}
+		}
+		if canonical(in.Values) != st.ReleaseValues {
+			d["values"] = p.PropertyDiff{Kind: p.Update}
+		}
+		if in.chartChanged(st.DataplaneArgs) {
+			d["chart"] = p.PropertyDiff{Kind: p.Update}
+		}
+	}
+	if in.cilium() && len(st.StaleRules) > 0 {
+		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Via != st.Via {
+		d["via"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return d
+}
+
+func (Dataplane) Create(ctx context.Context, req infer.CreateRequest[DataplaneArgs]) (infer.CreateResponse[DataplaneState], error) {
+	in := req.Inputs
+	if req.DryRun {
+		return infer.CreateResponse[DataplaneState]{ID: "dataplane", Output: desiredDataplane(in, DataplaneState{})}, nil
+	}
+	st, err := convergeDataplane(ctx, in, nil)
+	return infer.CreateResponse[DataplaneState]{ID: "dataplane", Output: st}, err
+}
+
+func (Dataplane) Update(ctx context.Context, req infer.UpdateRequest[DataplaneArgs, DataplaneState]) (infer.UpdateResponse[DataplaneState], error) {
+	if req.DryRun {
+		return infer.UpdateResponse[DataplaneState]{Output: desiredDataplane(req.Inputs, req.State)}, nil
+	}
+	st, err := convergeDataplane(ctx, req.Inputs, &req.State.DataplaneArgs)
+	return infer.UpdateResponse[DataplaneState]{Output: st}, err
+}
+
+func (Dataplane) Diff(ctx context.Context, req infer.DiffRequest[DataplaneArgs, DataplaneState]) (infer.DiffResponse, error) {
+	d := dataplaneChanges(req.Inputs, req.State)
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+}
+
+func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, DataplaneState]) (infer.ReadResponse[DataplaneArgs, DataplaneState], error) {
+	st := req.State
+	c, err := dial(ctx, st.Via)
+	if err != nil {
+		unreachable(ctx, st.Via.Node, err)
+		return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	defer c.Close()
+	live, _, err := readDataplane(ctx, c, st.DataplaneArgs)
+	if err != nil {
+		// The API down (a control plane being repaired) must not fail a
+		// whole refresh.
+		unreachable(ctx, st.Via.Node+"'s API", err)
+		return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	live.DataplaneArgs = st.DataplaneArgs
+	return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: live}, nil
+}
+
+// Delete leaves the dataplane as it is: destroying the stack resets every
+// node, and removing the pod network from a cluster that stays would cut it.
+func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneState]) (infer.DeleteResponse, error) {
+	return infer.DeleteResponse{}, nil
+}
+
+const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy configmap/kube-proxy -o name --ignore-not-found"
+
+// readDataplane also returns the release's status (deployed, failed,
+// pending-...), which is no desired state of its own.
+func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st DataplaneState, status string, err error) {
+	st = DataplaneState{DataplaneArgs: in}
+	out, code, err := query(ctx, c, kubeProxyObjects)
+	if err != nil {
+		return st, "", err
+	}
+	if code != 0 {
+		return st, "", fmt.Errorf("%s: reading kube-proxy's objects failed (exit %d)", in.Via.Node, code)
+	}
+	st.KubeProxy = strings.TrimSpace(out) != ""
+	rel, err := getRelease(ctx, c, in)
+	if err != nil {
+		return st, "", err
+	}
+	if rel.Present {
+		st.ReleasePresent, st.ReleaseChart = true, rel.Chart
+		status = rel.Status
+		b, _ := json.Marshal(rel.Values)
+		st.ReleaseValues = string(b)
+	}
+	if in.cilium() {
+		for _, n := range in.Nodes {
+			stale, err := nodeHasKubeRules(ctx, n)
+			if err != nil {
+				unreachable(ctx, n.Node, err)
+				continue
+			}
+			if stale {
+				st.StaleRules = append(st.StaleRules, n.Node)
+			}
+		}
+	}
+	return st, status, nil
+}
+
+func releaseTarget(ctx context.Context, c *ssh.Client, in DataplaneArgs) (helmrelease.Target, error) {
+	kc, err := c.Read(ctx, adminConf)
+	if err != nil {
+		return helmrelease.Target{}, fmt.Errorf("%s: reading %s: %w", in.Via.Node, adminConf, err)
+	}
+	// Through the SSH connection: the API endpoint (a VIP on the nodes'
+	// LAN) need not be routable from the machine running homelab.
+	return helmrelease.Target{Kubeconfig: kc, Dial: c.DialContext, Namespace: in.Namespace, Release: in.Release}, nil
+}
+
+func getRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs) (helmrelease.Live, error) {
+	t, err := releaseTarget(ctx, c, in)
+	if err != nil {
+		return helmrelease.Live{}, err
+	}
+	return helmrelease.Get(ctx, t)
+}
+
+// convergeDataplane brings the cluster to in, reading first so a half-done swap
+// (interrupted after Cilium came up, say) resumes where it stopped.
+func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs) (DataplaneState, error) {
+	c, err := dial(ctx, in.Via)
+	if err != nil {
+		return DataplaneState{}, err
+	}
+	defer c.Close()
+	live, status, err := readDataplane(ctx, c, in)
+	if err != nil {
+		return DataplaneState{}, err
+	}
+	log := p.GetLogger(ctx)
+	// Only when something differs: every upgrade is a new revision and a
+	// restart of Cilium's agents.
+	stale := !live.ReleasePresent || status != "deployed" || canonical(in.Values) != live.ReleaseValues ||
+		old == nil || in.chartChanged(*old)
+	if in.cilium() {
+		if stale {
+			if err := applyRelease(ctx, c, in, "with the kube-proxy replacement on"); err != nil {
+				return live, err
+			}
+		}
+		if live.KubeProxy {
+			log.Infof("Cilium is up; removing kube-proxy")
+			if _, err := must(ctx, c, in.Via.Node, "deleting kube-proxy's DaemonSet and ConfigMap",
+				kubectl+" -n kube-system delete daemonset/kube-proxy configmap/kube-proxy --ignore-not-found --wait=true"); err != nil {
+				return live, err
+			}
+		}
+		// Always, not only after a swap: kube-proxy's pods may still have
+		// been programming rules while the DaemonSet went away.
+		for _, n := range in.Nodes {
+			if err := cleanKubeRules(ctx, n); err != nil {
+				return live, err
+			}
+		}
+		return reread(ctx, c, in)
+	}
+	if !live.KubeProxy {
+		log.Infof("restoring kube-proxy before turning Cilium's replacement off")
+		if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
+			"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
+			return live, err
+		}
+		if err := waitKubeProxy(ctx, c, in); err != nil {
+			return live, err
+		}
+	}
+	if live.ReleasePresent && stale {
+		if err := applyRelease(ctx, c, in, "with the kube-proxy replacement off"); err != nil {
+			return live, err
+		}
+	}
+	return reread(ctx, c, in)
+}
+
+func reread(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, error) {
+	st, _, err := readDataplane(ctx, c, in)
+	return st, err
+}
+
+func applyRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs, what string) error {
+	ch, err := in.chart().Load()
+	if err != nil {
+		return err
+	}
+	values, err := helmrelease.ParseValues([]byte(in.Values))
+	if err != nil {
+		return err
+	}
+	t, err := releaseTarget(ctx, c, in)
+	if err != nil {
+		return err
+	}
+	log := p.GetLogger(ctx)
+	log.Infof("applying release %s (chart %s %s) %s", in.Release, ch.Metadata.Name, ch.Metadata.Version, what)
+	_, err = helmrelease.Apply(ctx, t, ch, values, in.timeout(), nil)
+	return err
+}
+
+// waitKubeProxy waits until the DaemonSet has a pod for every node (and,
+// with WaitReady, every pod is available): Cilium's replacement must not be
+// turned off before kube-proxy serves Services.
+func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+	cmd := kubectl + ` -n kube-system get daemonset/kube-proxy -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}'`
+	deadline := time.Now().Add(in.timeout())
+	last := ""
+	for {
+		out, code, err := query(ctx, c, cmd)
+		if err != nil {
+			return err
+		}
+		last = strings.TrimSpace(out)
+		if code == 0 && kubeProxyDone(last, in.Wait) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-proxy did not become %s within %s (generation observed desired current updated available: %s); Cilium's replacement stays on", waitMode(in.Wait), in.timeout(), last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func waitMode(w string) string {
+	if w == WaitScheduled {
+		return WaitScheduled
+	}
+	return WaitReady
+}
+
+func kubeProxyDone(status, wait string) bool {
+	f := strings.Fields(status)
+	if len(f) < 5 {
+		return false
+	}
+	n := make([]int, 6)
+	for i := range f {
+		n[i], _ = strconv.Atoi(f[i])
+	}
+	gen, observed, desired, current, updated, available := n[0], n[1], n[2], n[3], n[4], n[5]
+	if observed < gen || desired == 0 || current < desired || updated < desired {
+		return false
+	}
+	return waitMode(wait) == WaitScheduled || available >= desired
+}
+
+// kubeletChains are KUBE-* chains the kubelet owns, not kube-proxy: they
+// stay.
+const kubeletChains = `KUBE-(KUBELET-CANARY|IPTABLES-HINT|FIREWALL)`
+
+// kubeRulesCheck prints what kube-proxy left on a node: iptables rules and
+// chains, its nftables tables, the IPVS dummy interface.
+const kubeRulesCheck = `for t in iptables ip6tables; do
+  command -v $t-save >/dev/null 2>&1 || continue
+  n=$($t-save 2>/dev/null | grep -E 'KUBE-' | grep -cvE '` + kubeletChains + `')
+  [ "$n" -gt 0 ] && echo "$t $n"
+done
+if command -v nft >/dev/null 2>&1; then
+  for f in ip ip6; do nft list table $f kube-proxy >/dev/null 2>&1 && echo "nft $f"; done
+fi
+ip link show kube-ipvs0 >/dev/null 2>&1 && echo ipvs
+true`
+
+// kubeRulesClean is what `kube-proxy --cleanup` does, without needing the
+// kube-proxy binary on the node: every KUBE-* chain and every rule jumping
+// to one (the kubelet's own chains kept), kube-proxy's nftables tables, and
+// the IPVS services with their dummy interface (only when kube-proxy's
+// kube-ipvs0 exists: IPVS has no owner marks).
+const kubeRulesClean = `set -e
+for t in iptables ip6tables; do
+  command -v $t-save >/dev/null 2>&1 || continue
+  if $t-save 2>/dev/null | grep -E 'KUBE-' | grep -qvE '` + kubeletChains + `'; then
+    $t-save | awk -v keep='` + kubeletChains + `' '/KUBE-/ && $0 !~ keep {next} {print}' | $t-restore
+  fi
+done
+if command -v nft >/dev/null 2>&1; then
+  for f in ip ip6; do
+    if nft list table $f kube-proxy >/dev/null 2>&1; then nft delete table $f kube-proxy; fi
+  done
+fi
+if ip link show kube-ipvs0 >/dev/null 2>&1; then
+  if command -v ipvsadm >/dev/null 2>&1; then ipvsadm --clear; fi
+  ip link delete kube-ipvs0
+fi`
+
+func nodeHasKubeRules(ctx context.Context, n Connection) (bool, error) {
+	c, err := dial(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	out, _, err := query(ctx, c, kubeRulesCheck)
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(out) != "", nil
+}
+
+func cleanKubeRules(ctx context.Context, n Connection) error {
+	c, err := dial(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	out, _, err := query(ctx, c, kubeRulesCheck)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(out) == "" {
+		return nil
+	}
+	p.GetLogger(ctx).Infof("%s: removing kube-proxy's rules (%s)", n.Node, strings.ReplaceAll(strings.TrimSpace(out), "\n", ", "))
+	_, err = must(ctx, c, n.Node, "removing kube-proxy's rules", kubeRulesClean)
+	return err
+}
