@@ -2,16 +2,9 @@ package doctor
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/url"
 	"slices"
@@ -26,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/keyutil"
 
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 // apiHost is one name the API should answer at, and the address dialled.
@@ -111,49 +104,10 @@ func handshake(ctx context.Context, dial DialFunc, addr string) (*x509.Certifica
 	return certs[0], nil
 }
 
-// MintClient makes a short-lived client certificate from one of the bundle's
-// CAs: doctor needs no credential from any node.
-func MintClient(caPEM, caKeyPEM []byte, cn, org string) (certPEM, keyPEM []byte, err error) {
-	block, _ := pem.Decode(caPEM)
-	if block == nil {
-		return nil, nil, fmt.Errorf("CA is not PEM")
-	}
-	caCert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	caKey, err := keyutil.ParsePrivateKeyPEM(caKeyPEM)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{org}},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey.(crypto.Signer))
-	if err != nil {
-		return nil, nil, err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
-}
-
 func (d *doctor) checkEtcd(ctx context.Context) {
 	inv := d.t.Inventory
 	certs := d.t.Bundle.Talos.Certs
-	crt, key, err := MintClient(certs.Etcd.Crt, certs.Etcd.Key, "homelab-doctor", "system:masters")
+	crt, key, err := pki.ClientCert(certs.Etcd.Crt, certs.Etcd.Key, "homelab-doctor", "system:masters", time.Hour)
 	if err != nil {
 		d.r.add("etcd", "client", Fail, "minting a client certificate: %v", err)
 		return
@@ -245,7 +199,7 @@ func (d *doctor) checkEtcd(ctx context.Context) {
 func (d *doctor) apiClient(ctx context.Context) (*kubernetes.Clientset, string, error) {
 	inv := d.t.Inventory
 	certs := d.t.Bundle.Talos.Certs
-	crt, key, err := MintClient(certs.K8s.Crt, certs.K8s.Key, "homelab-doctor", "system:masters")
+	crt, key, err := pki.ClientCert(certs.K8s.Crt, certs.K8s.Key, "homelab-doctor", "system:masters", time.Hour)
 	if err != nil {
 		return nil, "", err
 	}

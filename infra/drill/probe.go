@@ -2,23 +2,14 @@ package drill
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/util/keyutil"
 
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -45,7 +36,7 @@ func newProber(b *pki.Bundle) (*prober, error) {
 	p.apiCA.AppendCertsFromPEM(b.Talos.Certs.K8s.Crt)
 	p.etcdCA.AppendCertsFromPEM(b.Talos.Certs.Etcd.Crt)
 	var err error
-	p.etcdKey, err = etcdClientCert(b)
+	p.etcdKey, err = b.EtcdClient("homelab-drill", 2*time.Hour)
 	return p, err
 }
 
@@ -86,40 +77,4 @@ func get(ctx context.Context, dial dialFunc, addr string, tc *tls.Config, path s
 		return fmt.Errorf("unhealthy: %s", strings.TrimSpace(string(body)))
 	}
 	return nil
-}
-
-// etcdClientCert mints a short-lived etcd client certificate from the
-// bundle's etcd CA, as kubeadm's apiserver-etcd-client is: the drill needs
-// no key from any node (the node holding it may be the one powered off).
-func etcdClientCert(b *pki.Bundle) (tls.Certificate, error) {
-	block, _ := pem.Decode(b.Talos.Certs.Etcd.Crt)
-	if block == nil {
-		return tls.Certificate{}, fmt.Errorf("etcd CA is not PEM")
-	}
-	caCert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	caKey, err := keyutil.ParsePrivateKeyPEM(b.Talos.Certs.Etcd.Key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "homelab-drill"},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(2 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey.(crypto.Signer))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

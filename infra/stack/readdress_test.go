@@ -65,7 +65,7 @@ type watch struct {
 
 func (e *e2e) watch(ctx context.Context, b *pki.Bundle, vip string, etcdEPs []string) *watch {
 	w := &watch{stop: make(chan struct{})}
-	crt, key, err := doctor.MintClient(b.Talos.Certs.Etcd.Crt, b.Talos.Certs.Etcd.Key, "test", "system:masters")
+	crt, key, err := pki.ClientCert(b.Talos.Certs.Etcd.Crt, b.Talos.Certs.Etcd.Key, "test", "system:masters", time.Hour)
 	if err != nil {
 		e.t.Fatal(err)
 	}

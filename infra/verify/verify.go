@@ -225,7 +225,7 @@ func checkSelector(ctx context.Context, cs kubernetes.Interface, inv *inventory.
 }
 
 func etcdClient(ctx context.Context, t Target) (*clientv3.Client, error) {
-	cert, err := etcdClientCert(t.Bundle)
+	cert, err := t.Bundle.EtcdClient("homelab-verify", time.Hour)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNewMarshalParseRoundTrip(t *testing.T) {
@@ -101,5 +102,34 @@ func TestSecretStringsCoverEverySecret(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("SecretStrings lacks %q", want)
 		}
+	}
+}
+
+func TestClientCertsChainToTheBundlesCAs(t *testing.T) {
+	b, _ := New()
+	for _, ca := range []struct {
+		name     string
+		crt, key []byte
+	}{{"kubernetes", b.Talos.Certs.K8s.Crt, b.Talos.Certs.K8s.Key}, {"etcd", b.Talos.Certs.Etcd.Crt, b.Talos.Certs.Etcd.Key}} {
+		crt, _, err := ClientCert(ca.crt, ca.key, "tester", "system:masters", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(crt)
+		leaf, _ := x509.ParseCertificate(block.Bytes)
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca.crt)
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s: %v", ca.name, err)
+		}
+		if leaf.Subject.CommonName != "tester" || leaf.Subject.Organization[0] != "system:masters" || leaf.NotAfter.After(time.Now().Add(61*time.Minute)) {
+			t.Errorf("%s: subject %v until %v", ca.name, leaf.Subject, leaf.NotAfter)
+		}
+	}
+	if _, err := b.EtcdClient("x", time.Minute); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := ClientCert([]byte("junk"), b.Talos.Certs.K8s.Key, "x", "", time.Hour); err == nil {
+		t.Error("minted from a CA that is not PEM")
 	}
 }
