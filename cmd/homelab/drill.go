@@ -26,6 +26,7 @@ func newDrillCommand() *cobra.Command {
 	var path, layout, fail, stateDir, labDir string
 	var repeat, seconds int
 	var noBuild, asJSON bool
+	var svgPath string
 	cmd := &cobra.Command{
 		Use:   "drill -f FILE --layout L --fail NODE [--repeat N] [--seconds S]",
 		Short: "In the emulated homelab: build the cluster in a layout, power a node off, measure what compare predicts, power it on, measure recovery",
@@ -101,6 +102,19 @@ func newDrillCommand() *cobra.Command {
 					failovers = append(failovers, r.VIPFailover)
 				}
 			}
+			if svgPath != "" {
+				f, err := os.Create(svgPath)
+				if err != nil {
+					return err
+				}
+				if err := drill.WriteSVG(f, results); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -124,5 +138,6 @@ func newDrillCommand() *cobra.Command {
 	cmd.Flags().StringVar(&labDir, "lab-dir", "", "the emulated homelab's directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 	cmd.Flags().BoolVar(&noBuild, "no-build", false, "drill the cluster as it is (built in --layout already)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the measurements as JSON")
+	cmd.Flags().StringVar(&svgPath, "svg", "", "also plot the drills' timelines to this SVG file")
 	return cmd
 }
