@@ -20,7 +20,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -33,7 +32,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -155,7 +153,7 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 	}
 	rep.stackLabUp = fx.labUp
 	os.Setenv(ssh.CommandLogEnv, fx.cmdLog)
-	progress := &lockedBuffer{}
+	progress := &lab.SyncBuffer{}
 	var w io.Writer = progress
 	if *verbose {
 		w = io.MultiWriter(progress, os.Stderr)
@@ -393,23 +391,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lockedBuffer takes the engine's stdout and stderr, copied by two
-// goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -89,7 +89,7 @@ func RunOn(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 	}
 	defer sess.Close()
 	// stdout and stderr are copied by two goroutines: one buffer, one lock.
-	out := &lockedBuffer{}
+	out := &SyncBuffer{}
 	sess.Stdout = out
 	sess.Stderr = out
 	done := make(chan error, 1)
@@ -107,18 +107,20 @@ func RunOn(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 	return out.String(), nil
 }
 
-type lockedBuffer struct {
+// SyncBuffer is a buffer two goroutines may write at once (a command's
+// stdout and stderr, copied separately).
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
