@@ -12,6 +12,11 @@ const (
 	DefaultCRISocket         = "unix:///run/containerd/containerd.sock"
 	DefaultInterface         = "eth0"
 	DefaultKubeProxyMode     = "iptables"
+	// DefaultToolkitVersion is the NVIDIA Container Toolkit release pinned on
+	// GPU workers (apt version: upstream version and Debian revision).
+	DefaultToolkitVersion = "1.20.0-1"
+	// DefaultDevicePluginVersion is NVIDIA's k8s-device-plugin image tag.
+	DefaultDevicePluginVersion = "v0.20.1"
 )
 
 // ApplyDefaults fills what the user left out. It never overrides a value
@@ -53,6 +58,8 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.KubeProxy.Replacement, ReplacementNone)
 	setString(&c.KubeProxy.Mode, DefaultKubeProxyMode)
 	setString(&c.CRISocket, DefaultCRISocket)
+	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
+	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)
 
 	setString(&inv.SSH.User, "root")
 	if inv.SSH.Port == 0 {

@@ -43,6 +43,7 @@ type Cluster struct {
 	Network           Network   `json:"network" yaml:"network"`
 	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
 	Cilium            Cilium    `json:"cilium,omitempty" yaml:"cilium"`
+	GPU               GPU       `json:"gpu" yaml:"gpu"`
 	ExtraSANs         []string  `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
@@ -83,6 +84,23 @@ type KubeProxy struct {
 // archive on the machine running homelab, for air-gapped homelabs.
 type Cilium struct {
 	Chart string `json:"chart,omitempty" yaml:"chart"`
+}
+
+// GPU is what GPU workers (nodes declaring gpus) get cluster-wide: the
+// pinned NVIDIA container toolkit and, optionally, NVIDIA's device plugin.
+type GPU struct {
+	// ToolkitVersion is the apt version of nvidia-container-toolkit (and its
+	// three sibling packages) installed on GPU workers, e.g. 1.20.0-1.
+	ToolkitVersion string       `json:"toolkitVersion" yaml:"toolkitVersion"`
+	DevicePlugin   DevicePlugin `json:"devicePlugin" yaml:"devicePlugin"`
+}
+
+// DevicePlugin is NVIDIA's k8s-device-plugin DaemonSet, which advertises
+// nvidia.com/gpu to the scheduler. Off unless enabled.
+type DevicePlugin struct {
+	Enabled bool `json:"enabled" yaml:"enabled"`
+	// Version is the nvcr.io/nvidia/k8s-device-plugin image tag, e.g. v0.20.1.
+	Version string `json:"version" yaml:"version"`
 }
 
 type SSH struct {

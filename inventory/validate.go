@@ -88,6 +88,7 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 			ps.errorf("cluster.cilium.chart", "%q is not a chart archive; give the .tgz `helm pull cilium/cilium --version X` writes", ch)
 		}
 	}
+	checkGPU(ps, inv)
 	if c.KubeProxy.Replacement == ReplacementCilium && c.Endpoint.Layout == LayoutSingleIP {
 		ps.warnf("cluster.kubeProxy.replacement", "cilium in the single-ip layout: without kube-proxy Cilium reaches the API only at %s's address, so the whole pod network depends on that node", c.Endpoint.Node)
 	}
@@ -288,6 +289,30 @@ func checkNodes(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway neti
 	case cps%2 == 0:
 		ps.warnf("nodes", "%d control-plane nodes make %d etcd members, whose quorum survives %d failure(s), no more than %d members would; use an odd count", cps, cps, (cps-1)/2, cps-1)
 	}
+}
+
+// aptVersion is a Debian package version as apt-get install pkg=VERSION
+// wants it: the upstream version and the Debian revision (1.20.0-1).
+var aptVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(~[0-9A-Za-z.]+)?-[0-9A-Za-z.+~]+$`)
+
+func checkGPU(ps *problems, inv *Inventory) {
+	g := inv.Cluster.GPU
+	if !aptVersion.MatchString(g.ToolkitVersion) {
+		ps.errorf("cluster.gpu.toolkitVersion", "%q is not an apt package version; write the upstream version and the Debian revision, e.g. %s (`apt-cache madison nvidia-container-toolkit` lists them)", g.ToolkitVersion, DefaultToolkitVersion)
+	}
+	v := g.DevicePlugin.Version
+	if _, err := version.ParseSemantic(v); err != nil || !strings.HasPrefix(v, "v") {
+		ps.errorf("cluster.gpu.devicePlugin.version", "%q is not a k8s-device-plugin image tag; use a release tag with its leading v, e.g. %s", v, DefaultDevicePluginVersion)
+	}
+	if !g.DevicePlugin.Enabled {
+		return
+	}
+	for _, n := range inv.Nodes {
+		if n.HasGPUs() && n.GPUs.Vendor == "nvidia" {
+			return
+		}
+	}
+	ps.warnf("cluster.gpu.devicePlugin.enabled", "the NVIDIA device plugin is enabled but no node declares nvidia gpus, so its DaemonSet runs nowhere; declare nodes[].gpus or set enabled: false")
 }
 
 // ParseTaint reads a taint in kubectl's form key[=value]:Effect.

@@ -167,6 +167,17 @@ func TestBadInventories(t *testing.T) {
 		{name: "taint", mutate: func(m map[string]any) { at(m, "nodes.3")["taints"] = []any{"dedicated=gpu"} }, want: []string{"nodes[3].taints[0]"}},
 		{name: "gpu vendor", mutate: func(m map[string]any) { at(m, "nodes.3.gpus")["vendor"] = "amd" }, want: []string{"nodes[3].gpus.vendor"}},
 		{name: "gpu count", mutate: func(m map[string]any) { at(m, "nodes.3.gpus")["count"] = -1 }, want: []string{"nodes[3].gpus.count"}},
+		{name: "unknown gpu field", mutate: func(m map[string]any) { at(m, "cluster")["gpu"] = map[string]any{"toolkitVerison": "1.20.0-1"} }, want: []string{"cluster.gpu.toolkitVerison"}},
+		{name: "toolkit version without revision", mutate: func(m map[string]any) { at(m, "cluster")["gpu"] = map[string]any{"toolkitVersion": "1.20.0"} }, want: []string{"cluster.gpu.toolkitVersion"}},
+		{name: "toolkit version not a version", mutate: func(m map[string]any) {
+			at(m, "cluster")["gpu"] = map[string]any{"toolkitVersion": "1.20.0-1 && reboot"}
+		}, want: []string{"cluster.gpu.toolkitVersion"}},
+		{name: "device plugin version without v", mutate: func(m map[string]any) {
+			at(m, "cluster")["gpu"] = map[string]any{"devicePlugin": map[string]any{"enabled": true, "version": "0.20.1"}}
+		}, want: []string{"cluster.gpu.devicePlugin.version"}},
+		{name: "device plugin enabled not a bool", mutate: func(m map[string]any) {
+			at(m, "cluster")["gpu"] = map[string]any{"devicePlugin": map[string]any{"enabled": "on"}}
+		}, want: []string{"cluster.gpu.devicePlugin.enabled"}},
 		{name: "ssh port", mutate: func(m map[string]any) { at(m, "ssh")["port"] = 99999 }, want: []string{"ssh.port"}},
 		{name: "every problem at once", mutate: func(m map[string]any) {
 			at(m, "cluster.endpoint")["vip"] = "10.0.0.999"
@@ -256,6 +267,12 @@ func TestWarnings(t *testing.T) {
 		}, []string{"cluster.endpoint.layout"}},
 		{"untested version", func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.33.2" }, []string{"cluster.kubernetesVersion"}},
 		{"gpu on control plane", func(m map[string]any) { at(m, "nodes.0")["gpus"] = map[string]any{"vendor": "nvidia"} }, []string{"nodes[0].gpus"}},
+		{"device plugin with no GPU node", func(m map[string]any) {
+			at(m, "cluster")["gpu"] = map[string]any{"devicePlugin": map[string]any{"enabled": true}}
+			for _, i := range []string{"3", "4", "5", "6"} {
+				delete(at(m, "nodes."+i), "gpus")
+			}
+		}, []string{"cluster.gpu.devicePlugin.enabled"}},
 		{"adverts too fast to be flap-free", func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 100 }, []string{"cluster.vrrp.advertIntervalMs"}},
 	}
 	for _, tc := range cases {
@@ -313,7 +330,8 @@ nodes:
 		c.KubernetesVersion != DefaultKubernetesVersion || c.Network.PodCIDR != DefaultPodCIDR ||
 		c.KubeProxy.Replacement != ReplacementNone || c.KubeProxy.Mode != "iptables" ||
 		inv.SSH.User != "root" || inv.SSH.Port != 22 || inv.Nodes[0].Interface != "eth0" ||
-		len(c.Network.Nameservers) != 1 || inv.Endpoint() != "10.0.0.100:6443" {
+		len(c.Network.Nameservers) != 1 || inv.Endpoint() != "10.0.0.100:6443" ||
+		c.GPU.ToolkitVersion != DefaultToolkitVersion || c.GPU.DevicePlugin.Enabled || c.GPU.DevicePlugin.Version != DefaultDevicePluginVersion {
 		t.Errorf("defaults not applied: %+v %+v", c, inv.SSH)
 	}
 }

@@ -115,7 +115,11 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node, first bool) ([
 			return nil, err
 		}
 		files = append(files, file.File{Path: kubeadm.InitConfigPath, Mode: 0o600, Content: cfg, Secret: true})
-	} else {
+	}
+	// The first node gets a join config too: when its machine is replaced
+	// the cluster lives on in its peers and it re-joins them. Not in the
+	// single-ip layout, where it is the endpoint it would join through.
+	if !first || inv.Cluster.Endpoint.Layout != inventory.LayoutSingleIP {
 		cfg, err := kubeadm.Join(inv, n, s.secrets)
 		if err != nil {
 			return nil, err
@@ -162,5 +166,35 @@ func clusterFiles(inv *inventory.Inventory) ([]file.File, error) {
 			break
 		}
 	}
+	if dp, ok, err := devicePlugin(inv); err != nil {
+		return nil, err
+	} else if ok {
+		out = append(out, file.File{Path: gpu.DevicePluginPath, Mode: 0o644, Content: dp})
+	}
 	return out, nil
+}
+
+// devicePlugin renders NVIDIA's device plugin when the inventory enables it
+// and some node has an NVIDIA GPU: scheduled by the GPU label, tolerating
+// every taint the GPU nodes carry.
+func devicePlugin(inv *inventory.Inventory) ([]byte, bool, error) {
+	if !inv.Cluster.GPU.DevicePlugin.Enabled {
+		return nil, false, nil
+	}
+	var taints []inventory.Taint
+	found := false
+	for _, n := range inv.Nodes {
+		if _, ok := gpu.ContainerdDropIn(n); !ok {
+			continue
+		}
+		found = true
+		for _, t := range kubeadm.Taints(n) {
+			taints = append(taints, inventory.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	if !found {
+		return nil, false, nil
+	}
+	dp, err := gpu.DevicePlugin(inv.Cluster.GPU.DevicePlugin.Version, kubeadm.GPUPresentLabel, taints)
+	return dp, err == nil, err
 }

@@ -142,8 +142,9 @@ func TestRoleFiles(t *testing.T) {
 			}
 			cp := nf.Node.IsControlPlane()
 			expect := map[string]bool{
-				"/etc/kubernetes/kubeadm/init.yaml":      i == 0,
-				"/etc/kubernetes/kubeadm/join.yaml":      i != 0,
+				"/etc/kubernetes/kubeadm/init.yaml": i == 0,
+				// The first node's join config re-joins a replaced machine.
+				"/etc/kubernetes/kubeadm/join.yaml":      i != 0 || layout != inventory.LayoutSingleIP,
 				"/etc/kubernetes/pki/ca.key":             cp,
 				"/etc/kubernetes/pki/etcd/ca.key":        cp,
 				"/etc/kubernetes/pki/sa.key":             cp,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/file"
@@ -126,14 +127,7 @@ func newSecretsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			data, err := b.Marshal()
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(out, data, 0o600); err != nil {
-				return err
-			}
-			if err := os.Chmod(out, 0o600); err != nil {
+			if _, err := stack.WriteBundle(out, b); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (0600): keep it secret and backed up; it is the cluster's root of trust\n", out)

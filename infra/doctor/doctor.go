@@ -106,7 +106,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member"}
+var order = []string{"node", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member"}
 
 func rank(check string) int {
 	for i, c := range order {

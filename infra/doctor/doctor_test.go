@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/gpu"
 )
 
 func TestCompareSANs(t *testing.T) {
@@ -35,5 +38,56 @@ func TestReportOK(t *testing.T) {
 	r.add("node", "cp-1", Fail, "y")
 	if r.OK() || len(r.Failed()) != 1 {
 		t.Error("a failure did not fail the report")
+	}
+}
+
+func TestJudgeGPUs(t *testing.T) {
+	smi := func(n int) string {
+		var s string
+		for i := 0; i < n; i++ {
+			s += "smi=GPU " + string(rune('0'+i)) + ": NVIDIA GeForce RTX 4090 (UUID: GPU-x)\npci=0000:0" + string(rune('1'+i)) + ":00.0 0x030000\n"
+		}
+		return s
+	}
+	gpus := func(n int) inventory.Node {
+		return inventory.Node{Name: "gpu-1", Role: inventory.RoleWorker, GPUs: &inventory.GPUs{Vendor: "nvidia", Count: n}}
+	}
+	plain := inventory.Node{Name: "w-1", Role: inventory.RoleWorker}
+	for _, tc := range []struct {
+		name string
+		node inventory.Node
+		out  string
+		want gpuVerdict
+	}{
+		{"plain node, no GPU: no row", plain, "", gpuVerdict{source: gpu.SourceNone}},
+		{"as declared", gpus(2), smi(2), gpuVerdict{row: true, status: OK, declared: 2, detected: 2, source: gpu.SourceNvidiaSMI}},
+		{"emulated homelab: declared, none detected", gpus(1), "", gpuVerdict{row: true, status: Warn, declared: 1, source: gpu.SourceNone}},
+		{"one of two GPUs gone", gpus(2), smi(1), gpuVerdict{row: true, status: Warn, declared: 2, detected: 1, source: gpu.SourceNvidiaSMI}},
+		{"undeclared GPU", plain, smi(1), gpuVerdict{row: true, status: Warn, detected: 1, source: gpu.SourceNvidiaSMI}},
+		{"card without driver", gpus(1), "pci=0000:01:00.0 0x030000\n", gpuVerdict{row: true, status: Warn, declared: 1, detected: 1, source: gpu.SourcePCI, noDriver: true}},
+		{"undeclared card without driver counts from PCI", plain, "pci=0000:01:00.0 0x030200\n", gpuVerdict{row: true, status: Warn, detected: 1, source: gpu.SourcePCI}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := judgeGPUs(tc.node, gpu.ParseDetection(tc.out)); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGPURowsNeverFailTheReport(t *testing.T) {
+	d := &doctor{t: Target{Inventory: &inventory.Inventory{Nodes: []inventory.Node{
+		{Name: "cp-1", Role: inventory.RoleControlPlane},
+		{Name: "gpu-1", Role: inventory.RoleWorker, GPUs: &inventory.GPUs{Vendor: "nvidia", Count: 1}},
+	}}}, r: &Report{}}
+	d.checkGPUs(d.t.Inventory.Nodes[1], &nodeFacts{gpusRead: true})
+	d.checkGPUs(d.t.Inventory.Nodes[0], &nodeFacts{gpusRead: true})
+	d.checkGPUs(d.t.Inventory.Nodes[1], &nodeFacts{}) // not read: no row
+	if len(d.r.Findings) != 1 {
+		t.Fatalf("findings %+v", d.r.Findings)
+	}
+	f := d.r.Findings[0]
+	if f.Check != "gpu" || f.Where != "gpu-1" || f.Status != Warn || !d.r.OK() {
+		t.Errorf("finding %+v, report ok %v", f, d.r.OK())
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/sans"
 )
 
@@ -38,6 +39,8 @@ type nodeFacts struct {
 	manifests map[string]*corev1.Pod
 	certs     map[string]*x509.Certificate
 	bindLog   map[string]string // component -> its last bind failure
+	gpus      gpu.Detection
+	gpusRead  bool
 }
 
 // probeScript is read-only. Secondary addresses are listed apart: the VIP
@@ -121,6 +124,9 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
 		}
+	}
+	if res, err := c.Query(ctx, gpu.DetectScript); err == nil {
+		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
 	}
 	f.primary = at
 	if !slices.Contains(f.addrs, at) && len(f.addrs) > 0 {
@@ -250,6 +256,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 	if f.hostname != "" && f.hostname != n.Name {
 		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
 	}
+	d.checkGPUs(n, f)
 	for p, server := range f.kubeconfs {
 		d.audit("kubeconfig", n.Name+":"+p, n, server)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
@@ -82,12 +83,19 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 
 	initFiles := filesOf(rendered, first.Name)
 	initDeps := append(fileDeps[0], keepaliveds...)
-	init, err := register(ctx, "KubeadmInit", first.Name, pulumi.Map{
+	token := pulumi.ToSecret(pulumi.String(cfg.Bundle.BootstrapToken())).(pulumi.StringOutput)
+	initArgs := pulumi.Map{
 		"connection":      via,
 		"configPath":      pulumi.String(kubeadm.InitConfigPath),
 		"configSha":       pulumi.String(sha(contentOf(initFiles, kubeadm.InitConfigPath))),
 		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
-	}, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps),
+		"peers":           peersOf(cfg, cps, first.Name),
+		"bootstrapToken":  token,
+	}
+	if contentOf(initFiles, kubeadm.JoinConfigPath) != nil {
+		initArgs["joinConfigPath"] = pulumi.String(kubeadm.JoinConfigPath)
+	}
+	init, err := register(ctx, "KubeadmInit", first.Name, initArgs, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps),
 		// cluster-admin credentials: encrypted in state, never shown.
 		pulumi.AdditionalSecretOutputs([]string{"adminKubeconfig"}))
 	if err != nil {
@@ -95,9 +103,8 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	}
 	planes[0].Init = init
 
-	token := pulumi.ToSecret(pulumi.String(cfg.Bundle.BootstrapToken())).(pulumi.StringOutput)
 	joinArgs := func(n inventory.Node, controlPlane bool) pulumi.Map {
-		return pulumi.Map{
+		m := pulumi.Map{
 			"connection":      connection(cfg, n),
 			"configPath":      pulumi.String(kubeadm.JoinConfigPath),
 			"configSha":       pulumi.String(sha(contentOf(filesOf(rendered, n.Name), kubeadm.JoinConfigPath))),
@@ -106,6 +113,10 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 			"via":             via,
 			"bootstrapToken":  token,
 		}
+		if controlPlane {
+			m["peers"] = peersOf(cfg, cps, n.Name)
+		}
+		return m
 	}
 
 	// Control-plane joins go one at a time: each grows etcd by a member,
@@ -124,7 +135,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	}
 	for i, n := range cps {
 		joined := []pulumi.Resource{cpDone[i]}
-		if err := declareNodeMeta(ctx, planes[i], via, n, joined); err != nil {
+		if err := declareNodeMeta(ctx, planes[i], via, n, planes[i].Host, joined); err != nil {
 			return nil, err
 		}
 		if err := ctx.RegisterResourceOutputs(planes[i], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
@@ -188,16 +199,25 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		return nil, err
 	}
 
-	for _, f := range rendered.Cluster {
-		if f.Path != gpu.RuntimeClassPath {
-			continue // Cilium's values are for the Cilium installer.
+	// Cilium's values are for the Cilium installer; the GPU objects are
+	// applied here. The device plugin's pods name the RuntimeClass.
+	var runtimeClass []pulumi.Resource
+	for _, path := range []string{gpu.RuntimeClassPath, gpu.DevicePluginPath} {
+		f, ok := clusterFile(rendered, path)
+		if !ok {
+			continue
 		}
-		if _, err := register(ctx, "Manifest", "runtimeclass-"+gpu.RuntimeClassName, pulumi.Map{
-			"via": via, "kind": pulumi.String("runtimeclass"), "name": pulumi.String(gpu.RuntimeClassName),
-			"content": pulumi.String(string(f.Content)),
-		}, &Manifest{}, pulumi.Parent(cl), pulumi.DependsOn([]pulumi.Resource{init})); err != nil {
+		args := pulumi.Map{"via": via, "kind": pulumi.String("runtimeclass"), "name": pulumi.String(gpu.RuntimeClassName), "content": pulumi.String(string(f.Content))}
+		name := "runtimeclass-" + gpu.RuntimeClassName
+		if path == gpu.DevicePluginPath {
+			args["kind"], args["name"], args["namespace"] = pulumi.String("daemonset"), pulumi.String(gpu.DevicePluginName), pulumi.String(gpu.DevicePluginNamespace)
+			name = "nvidia-device-plugin"
+		}
+		m, err := register(ctx, "Manifest", name, args, &Manifest{}, pulumi.Parent(cl), pulumi.DependsOn(append([]pulumi.Resource{init}, runtimeClass...)))
+		if err != nil {
 			return nil, err
 		}
+		runtimeClass = append(runtimeClass, m)
 	}
 
 	cl.Endpoint = pulumi.String(inv.Endpoint()).ToStringOutput()
@@ -247,6 +267,26 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 	return cp, nf.all, nil
 }
 
+func clusterFile(r *roles.Rendered, path string) (file.File, bool) {
+	for _, f := range r.Cluster {
+		if f.Path == path {
+			return f, true
+		}
+	}
+	return file.File{}, false
+}
+
+// peersOf lists the connections of every control-plane node but one.
+func peersOf(cfg Config, cps []inventory.Node, except string) pulumi.Array {
+	var out pulumi.Array
+	for _, n := range cps {
+		if n.Name != except {
+			out = append(out, connection(cfg, n))
+		}
+	}
+	return out
+}
+
 func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via, joinArgs pulumi.Map, after pulumi.Resource) (*Worker, error) {
 	w := &Worker{}
 	if err := ctx.RegisterComponentResource("homelab:cluster:Worker", n.Name, w, pulumi.Parent(parent)); err != nil {
@@ -268,7 +308,10 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 		return nil, err
 	}
 	w.Join = j
-	if err := declareNodeMeta(ctx, w, via, n, []pulumi.Resource{j}); err != nil {
+	if err := declareNodeMeta(ctx, w, via, n, host, []pulumi.Resource{j}); err != nil {
+		return nil, err
+	}
+	if err := declareGPUWorker(ctx, w, cfg, r, n, conn, host, nf); err != nil {
 		return nil, err
 	}
 	return w, ctx.RegisterResourceOutputs(w, pulumi.Map{"node": pulumi.String(n.Name)})

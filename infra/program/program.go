@@ -131,7 +131,7 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	}, &Host{}, pulumi.Parent(parent))
 }
 
-func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map, n inventory.Node, after []pulumi.Resource) error {
+func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map, n inventory.Node, host *Host, after []pulumi.Resource) error {
 	var taints pulumi.Array
 	for _, t := range kubeadm.Taints(n) {
 		taints = append(taints, pulumi.Map{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
@@ -141,6 +141,8 @@ func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map
 		"node":   pulumi.String(n.Name),
 		"labels": pulumi.ToStringMap(kubeadm.Labels(n)),
 		"taints": taints,
+		// Unknown while a host is first created: fine, the Node is too.
+		"machine": host.HostKey,
 	}, &NodeMeta{}, pulumi.Parent(parent), pulumi.DependsOn(after))
 	return err
 }

@@ -17,6 +17,7 @@ type Host struct {
 	MACs      pulumi.StringArrayOutput `pulumi:"macs"`
 	Versions  pulumi.StringMapOutput   `pulumi:"versions"`
 	GPUs      pulumi.StringArrayOutput `pulumi:"gpus"`
+	HostKey   pulumi.StringOutput      `pulumi:"hostKey"`
 }
 
 type File struct {
@@ -55,6 +56,11 @@ type EtcdMembers struct {
 func register[T pulumi.CustomResource](ctx *pulumi.Context, kind, name string, args pulumi.Map, res T, opts ...pulumi.ResourceOption) (T, error) {
 	err := ctx.RegisterResource(pkg+kind, name, args, res, opts...)
 	return res, err
+}
+
+type Package struct {
+	pulumi.CustomResourceState
+	Status pulumi.StringOutput `pulumi:"status"`
 }
 
 type ControlPlaneAddress struct {

@@ -227,6 +227,7 @@ func (ControlPlaneAddress) Create(ctx context.Context, req infer.CreateRequest[C
 }
 
 func (ControlPlaneAddress) Read(ctx context.Context, req infer.ReadRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 
@@ -35,8 +36,23 @@ func (c Connection) target() ssh.Target {
 	return ssh.Target{Name: c.Node, Address: c.Host, Port: port, User: user, PrivateKey: []byte(c.PrivateKey), KnownHosts: c.KnownHosts}
 }
 
+type readingKey struct{}
+
+// reading marks ctx as a refresh's read. A read gives an unanswering node
+// a short retry window, not a rebooting node's: it keeps the last known
+// state either way, and a node that moved or is off would otherwise hold
+// every refresh for the full window.
+func reading(ctx context.Context) context.Context { return context.WithValue(ctx, readingKey{}, true) }
+
+// readRetry is how long a read retries a node that does not answer.
+const readRetry = 3 * time.Second
+
 func dial(ctx context.Context, c Connection) (*ssh.Client, error) {
-	cl, err := ssh.Dial(ctx, c.target())
+	var opts []ssh.Option
+	if ctx.Value(readingKey{}) != nil {
+		opts = append(opts, ssh.WithRetry(readRetry))
+	}
+	cl, err := ssh.Dial(ctx, c.target(), opts...)
 	var changed *ssh.HostKeyChangedError
 	if errors.As(err, &changed) {
 		return nil, fmt.Errorf("%w. To accept the new key once you have checked it: homelab hosts accept %s -f INVENTORY", err, c.Node)

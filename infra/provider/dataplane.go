@@ -173,6 +173,7 @@ func (Dataplane) Diff(ctx context.Context, req infer.DiffRequest[DataplaneArgs, 
 }
 
 func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, DataplaneState]) (infer.ReadResponse[DataplaneArgs, DataplaneState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	c, err := dial(ctx, st.Via)
 	if err != nil {

@@ -187,6 +187,7 @@ func (EtcdMembers) Create(ctx context.Context, req infer.CreateRequest[EtcdMembe
 }
 
 func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersArgs, EtcdMembersState]) (infer.ReadResponse[EtcdMembersArgs, EtcdMembersState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	err := withEtcd(ctx, st.Via, func(cli *clientv3.Client) error {
 		ms, err := listMembers(ctx, cli)

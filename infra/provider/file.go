@@ -70,6 +70,7 @@ func writeFile(ctx context.Context, a FileArgs) error {
 }
 
 func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]) (infer.ReadResponse[FileArgs, FileState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {

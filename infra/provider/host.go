@@ -41,6 +41,11 @@ type HostState struct {
 	Versions  map[string]string `pulumi:"versions,optional"`
 	GPUs      []string          `pulumi:"gpus,optional"`
 	Missing   []string          `pulumi:"missing,optional"`
+	// HostKey is the fingerprint of the host key seen live; ConvergedHostKey
+	// the one seen by the last up. They differ once a replaced machine's
+	// new key was accepted, which preview shows as this node's change.
+	HostKey          string `pulumi:"hostKey,optional"`
+	ConvergedHostKey string `pulumi:"convergedHostKey,optional"`
 }
 
 func (h *Host) Annotate(a infer.Annotator) {
@@ -74,6 +79,7 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 	if err := st.check(); err != nil {
 		return infer.CreateResponse[HostState]{}, err
 	}
+	st.ConvergedHostKey = st.HostKey
 	return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: st}, nil
 }
 
@@ -84,6 +90,7 @@ func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
 		return st, err
 	}
 	defer c.Close()
+	st.HostKey = c.HostKey()
 	script := factsScript
 	for _, cmd := range in.Requires {
 		script += "\ncommand -v " + quote(cmd) + " >/dev/null || echo missing=" + quote(cmd)
@@ -154,6 +161,7 @@ func (st HostState) hasMAC(mac string) bool {
 }
 
 func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]) (infer.ReadResponse[HostArgs, HostState], error) {
+	ctx = reading(ctx)
 	st, err := readFacts(ctx, req.State.HostArgs)
 	var changed *ssh.HostKeyChangedError
 	if errors.As(err, &changed) {
@@ -164,6 +172,11 @@ func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]
 	if err != nil {
 		unreachable(ctx, req.State.Connection.Node, err)
 		st = req.State
+	}
+	st.ConvergedHostKey = req.State.ConvergedHostKey
+	if st.ConvergedHostKey == "" {
+		// State written before host keys were recorded.
+		st.ConvergedHostKey = st.HostKey
 	}
 	return infer.ReadResponse[HostArgs, HostState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
@@ -182,6 +195,9 @@ func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]
 	if in.Connection != st.Connection {
 		d["connection"] = p.PropertyDiff{Kind: p.Update}
 	}
+	if st.ConvergedHostKey != "" && st.HostKey != st.ConvergedHostKey {
+		d["hostKey"] = p.PropertyDiff{Kind: p.Update}
+	}
 	if !slices.Equal(in.Requires, st.Requires) || len(st.Missing) > 0 {
 		d["requires"] = p.PropertyDiff{Kind: p.Update}
 	}
@@ -198,5 +214,9 @@ func (Host) Update(ctx context.Context, req infer.UpdateRequest[HostArgs, HostSt
 	if err != nil {
 		return infer.UpdateResponse[HostState]{}, err
 	}
+	if old := req.State.ConvergedHostKey; old != "" && old != st.HostKey {
+		p.GetLogger(ctx).Warningf("%s is another machine now (host key %s, was %s): its cluster state is rebuilt", req.Inputs.Connection.Node, st.HostKey, old)
+	}
+	st.ConvergedHostKey = st.HostKey
 	return infer.UpdateResponse[HostState]{Output: st}, st.check()
 }

@@ -24,6 +24,13 @@ type KubeadmInitArgs struct {
 	// update (uploaded to the cluster), never a second init.
 	ConfigSha       string   `pulumi:"configSha"`
 	IgnorePreflight []string `pulumi:"ignorePreflight,optional"`
+	// Peers are the other control-plane nodes. A first node found blank
+	// (a replaced machine) while the cluster runs on a peer re-joins it as
+	// a control-plane member with JoinConfigPath instead of starting a
+	// second cluster; a peer that cannot be checked stops the init.
+	Peers          []Connection `pulumi:"peers,optional"`
+	JoinConfigPath string       `pulumi:"joinConfigPath,optional"`
+	BootstrapToken string       `pulumi:"bootstrapToken,optional" provider:"secret"`
 }
 
 type KubeadmInitState struct {
@@ -117,20 +124,30 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	switch strings.TrimSpace(state) {
-	case "yes":
+	state = strings.TrimSpace(state)
+	if state == "yes" {
 		p.GetLogger(ctx).Infof("%s: control plane already initialised; adopting it", node)
-	case "partial":
-		p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it (CAs kept) before init", node)
-		if _, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs); err != nil {
-			return "", err
+	} else {
+		peer, err := livePeer(ctx, in.Peers)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", node, err)
 		}
-		fallthrough
-	default:
-		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
-			" && touch " + initMarker
-		if _, err := mustFinish(ctx, c, node, "kubeadm init", cmd); err != nil {
-			return "", err
+		if state == "partial" {
+			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it (CAs kept)", node)
+			if _, err := mustFinish(ctx, c, node, "resetting the interrupted run", resetKeepingCAs); err != nil {
+				return "", err
+			}
+		}
+		if peer != nil {
+			if err := rejoinFirst(ctx, c, in, *peer); err != nil {
+				return "", err
+			}
+		} else {
+			cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
+				" && touch " + initMarker
+			if _, err := mustFinish(ctx, c, node, "kubeadm init", cmd); err != nil {
+				return "", err
+			}
 		}
 	}
 	// kubeadm has run to completion whatever the user pressed meanwhile;
@@ -142,7 +159,31 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 	return string(kc), nil
 }
 
+// rejoinFirst brings a first control-plane node whose machine was replaced
+// back into the cluster that runs on peer: the cluster outlived the
+// machine, so this node joins it like any other control-plane node.
+func rejoinFirst(ctx context.Context, c *ssh.Client, in KubeadmInitArgs, peer Connection) error {
+	node := in.Connection.Node
+	if in.JoinConfigPath == "" {
+		return fmt.Errorf("%s is blank (a replaced machine?) while the cluster runs on %s, and it is the cluster's only endpoint "+
+			"(single-ip layout), so it cannot re-join through itself: restore its disk, or rebuild the cluster (homelab destroy, then up); "+
+			"the vip and dns layouts re-join such a node by themselves", node, peer.Node)
+	}
+	p.GetLogger(ctx).Warningf("%s is blank while the cluster runs on %s: re-joining it as a control-plane member, not running kubeadm init", node, peer.Node)
+	peers := append([]Connection{peer}, in.Peers...)
+	if err := forgetOldMachine(ctx, node, in.Connection.Host, true, peer, peers); err != nil {
+		return err
+	}
+	if err := ensureToken(ctx, peer, in.BootstrapToken); err != nil {
+		return err
+	}
+	cmd := "kubeadm join --config " + quote(in.JoinConfigPath) + preflightFlag(in.IgnorePreflight) + " && touch " + initMarker
+	_, err := mustFinish(ctx, c, node, "kubeadm join (re-joining the replaced first control-plane node)", cmd)
+	return err
+}
+
 func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitArgs, KubeadmInitState]) (infer.ReadResponse[KubeadmInitArgs, KubeadmInitState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
@@ -240,6 +281,9 @@ type KubeadmJoinArgs struct {
 	// BootstrapToken is re-created on Via when it expired (joins long after
 	// init must not depend on kubeadm's 24 h token).
 	BootstrapToken string `pulumi:"bootstrapToken" provider:"secret"`
+	// Peers are the control-plane nodes etcd is reached through, to remove
+	// the stale member of a replaced control-plane node before it joins.
+	Peers []Connection `pulumi:"peers,optional"`
 }
 
 type KubeadmJoinState struct {
@@ -289,6 +333,9 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 			return err
 		}
 	}
+	if err := forgetOldMachine(ctx, node, in.Connection.Host, in.ControlPlane, in.Via, in.Peers); err != nil {
+		return err
+	}
 	if err := ensureToken(ctx, in.Via, in.BootstrapToken); err != nil {
 		return err
 	}
@@ -335,6 +382,7 @@ func ensureToken(ctx context.Context, via Connection, token string) error {
 }
 
 func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Connection)

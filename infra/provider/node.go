@@ -31,6 +31,10 @@ type NodeMetaArgs struct {
 	Node   string            `pulumi:"node"`
 	Labels map[string]string `pulumi:"labels,optional"`
 	Taints []Taint           `pulumi:"taints,optional"`
+	// Machine is the node's host key fingerprint: a new machine registers
+	// a new Node, which starts without the labels a kubelet may not set
+	// itself, so they are applied again.
+	Machine string `pulumi:"machine,optional"`
 }
 
 type NodeMetaState struct {
@@ -69,11 +73,15 @@ func readNode(ctx context.Context, in NodeMetaArgs) (*nodeJSON, error) {
 		return nil, err
 	}
 	defer c.Close()
-	out, code, err := query(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json")
+	out, code, err := query(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json --ignore-not-found")
 	if err != nil {
 		return nil, err
 	}
 	if code != 0 {
+		// The API is not there (Via is being rebuilt): unknown, not absent.
+		return nil, fmt.Errorf("%s: reading Node %s failed (exit %d)", in.Via.Node, in.Node, code)
+	}
+	if strings.TrimSpace(out) == "" {
 		return nil, nil
 	}
 	var n nodeJSON
@@ -145,6 +153,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 }
 
 func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, NodeMetaState]) (infer.ReadResponse[NodeMetaArgs, NodeMetaState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	n, err := readNode(ctx, st.NodeMetaArgs)
@@ -193,6 +202,9 @@ func (NodeMeta) Diff(ctx context.Context, req infer.DiffRequest[NodeMetaArgs, No
 	if in.Via.Node != st.Via.Node {
 		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
+	if in.Machine != st.Machine {
+		d["machine"] = p.PropertyDiff{Kind: p.Update}
+	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }
 
@@ -202,7 +214,7 @@ func (NodeMeta) Update(ctx context.Context, req infer.UpdateRequest[NodeMetaArgs
 	if req.DryRun {
 		return infer.UpdateResponse[NodeMetaState]{Output: st}, nil
 	}
-	if maps.Equal(in.Labels, old.LiveLabels) && maps.Equal(in.Labels, old.Labels) &&
+	if in.Machine == old.Machine && maps.Equal(in.Labels, old.LiveLabels) && maps.Equal(in.Labels, old.Labels) &&
 		slices.Equal(taintKeys(in.Taints), taintKeys(old.LiveTaints)) && slices.Equal(taintKeys(in.Taints), taintKeys(old.Taints)) {
 		return infer.UpdateResponse[NodeMetaState]{Output: st}, nil
 	}
@@ -219,10 +231,20 @@ func (NodeMeta) Delete(ctx context.Context, req infer.DeleteRequest[NodeMetaStat
 type Manifest struct{}
 
 type ManifestArgs struct {
-	Via     Connection `pulumi:"via"`
-	Kind    string     `pulumi:"kind"`
-	Name    string     `pulumi:"name"`
-	Content string     `pulumi:"content"`
+	Via  Connection `pulumi:"via"`
+	Kind string     `pulumi:"kind"`
+	Name string     `pulumi:"name"`
+	// Namespace is the object's namespace; empty for cluster-scoped kinds.
+	Namespace string `pulumi:"namespace,optional"`
+	Content   string `pulumi:"content"`
+}
+
+// nsFlag is kubectl's namespace flag for a namespaced object, else "".
+func (m ManifestArgs) nsFlag() string {
+	if m.Namespace == "" {
+		return ""
+	}
+	return " -n " + quote(m.Namespace)
 }
 
 type ManifestState struct {
@@ -261,6 +283,7 @@ func (Manifest) Create(ctx context.Context, req infer.CreateRequest[ManifestArgs
 }
 
 func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, ManifestState]) (infer.ReadResponse[ManifestArgs, ManifestState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Via)
@@ -269,18 +292,22 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 		return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()
-	_, code, err := query(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+" -o name")
+	out, code, err := query(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
 	if err != nil {
 		return infer.ReadResponse[ManifestArgs, ManifestState]{}, err
 	}
-	st.Exists = code == 0
+	if code != 0 {
+		unreachable(ctx, st.Via.Node+"'s API", fmt.Errorf("kubectl exit %d", code))
+		return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	st.Exists = strings.TrimSpace(out) != ""
 	return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
 func (Manifest) Diff(ctx context.Context, req infer.DiffRequest[ManifestArgs, ManifestState]) (infer.DiffResponse, error) {
 	d := map[string]p.PropertyDiff{}
 	in, st := req.Inputs, req.State
-	if in.Kind != st.Kind || in.Name != st.Name {
+	if in.Kind != st.Kind || in.Name != st.Name || in.Namespace != st.Namespace {
 		d["name"] = p.PropertyDiff{Kind: p.UpdateReplace}
 	}
 	if in.Content != st.Content || !st.Exists {
@@ -308,6 +335,6 @@ func (Manifest) Delete(ctx context.Context, req infer.DeleteRequest[ManifestStat
 		return infer.DeleteResponse{}, nil
 	}
 	defer c.Close()
-	_, err = c.Run(ctx, kubectl+" delete "+quote(st.Kind)+" "+quote(st.Name)+" --ignore-not-found")
+	_, err = c.Run(ctx, kubectl+" delete "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" --ignore-not-found")
 	return infer.DeleteResponse{}, err
 }

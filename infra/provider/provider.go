@@ -27,6 +27,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Host{}),
 			infer.Resource(&File{}),
 			infer.Resource(&Service{}),
+			infer.Resource(&Package{}),
 			infer.Resource(&KubeadmInit{}),
 			infer.Resource(&KubeadmJoin{}),
 			infer.Resource(&NodeMeta{}),

@@ -61,6 +61,7 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 }
 
 func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, ServiceState]) (infer.ReadResponse[ServiceArgs, ServiceState], error) {
+	ctx = reading(ctx)
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {

@@ -64,6 +64,9 @@ type hostKeys struct {
 	// only these makes a host with several keys show one we can check,
 	// rather than whichever type the client prefers.
 	algos []string
+	// accepted is the fingerprint of the key the host showed and
+	// known_hosts vouched for.
+	accepted string
 }
 
 // probeKey is a key that no known_hosts holds: checking it against the file
@@ -114,6 +117,7 @@ func algorithmsFor(keyType string) []string {
 func (h *hostKeys) callback(hostname string, remote net.Addr, key gossh.PublicKey) error {
 	err := h.check(hostname, remote, key)
 	if err == nil {
+		h.accepted = gossh.FingerprintSHA256(key)
 		return nil
 	}
 	host := knownhosts.Normalize(hostname)

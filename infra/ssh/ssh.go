@@ -146,6 +146,7 @@ func WithAudit(fn func(Event)) Option {
 // Client is a connection to one machine. It is safe for concurrent use.
 type Client struct {
 	node    string
+	hostKey string
 	conn    *gossh.Client
 	audit   []func(Event)
 	logPath string
@@ -214,7 +215,7 @@ func Dial(ctx context.Context, t Target, opts ...Option) (*Client, error) {
 		}
 		return nil, fmt.Errorf("ssh %s (%s): %w", node, addr, err)
 	}
-	c := &Client{node: node, conn: conn, audit: o.audit, logPath: os.Getenv(CommandLogEnv), closed: make(chan struct{})}
+	c := &Client{node: node, hostKey: hk.accepted, conn: conn, audit: o.audit, logPath: os.Getenv(CommandLogEnv), closed: make(chan struct{})}
 	if o.keepAlive > 0 {
 		go c.keepAlive(o.keepAlive)
 	}
@@ -327,6 +328,10 @@ func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Con
 	}
 	return conn, nil
 }
+
+// HostKey is the SHA256 fingerprint of the verified key the host showed:
+// a replaced machine shows a new one once the user has accepted it.
+func (c *Client) HostKey() string { return c.hostKey }
 
 // Close closes the connection. Commands still running are cut off.
 func (c *Client) Close() error {

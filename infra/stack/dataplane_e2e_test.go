@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
@@ -147,6 +148,52 @@ func (e *e2e) checkGPU(ctx context.Context, want string) {
 	}
 }
 
+// checkNoGPUHere: the lab has no GPUs, so the toolkit is skipped on every
+// GPU worker with a warning naming it, nothing is installed, doctor warns
+// (and still passes), and the device plugin's DaemonSet is placed on the
+// GPU workers alone.
+func (e *e2e) checkNoGPUHere(ctx context.Context, s *Stack) {
+	t := e.t
+	t.Helper()
+	for _, n := range gpuNodes {
+		if !strings.Contains(e.log.String(), n+": no NVIDIA GPU detected") {
+			t.Errorf("the up did not warn that %s has no GPU", n)
+		}
+	}
+	for _, m := range e.mutating() {
+		if strings.Contains(m, "apt-get") || strings.Contains(m, "apt-mark") || strings.Contains(m, "restart containerd") {
+			t.Errorf("installed the toolkit without a GPU: %s", m)
+		}
+	}
+	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	warned := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Check == "gpu" && f.Status == doctor.Warn {
+			warned[f.Where] = true
+		}
+	}
+	for _, n := range labNodes {
+		if warned[n] != slices.Contains(gpuNodes, n) {
+			t.Errorf("doctor's gpu warning on %s: %v", n, warned[n])
+		}
+	}
+	if !rep.OK() {
+		t.Errorf("doctor failed the lab's cluster: %v", rep.Failed())
+	}
+	ds := gpu.DevicePluginNamespace + " get daemonset " + gpu.DevicePluginName
+	var placed []string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		out := e.node(ctx, "cp-1", labKubectl+"-n "+ds+" -o jsonpath='{.status.desiredNumberScheduled}'")
+		placed = strings.Fields(e.node(ctx, "cp-1", labKubectl+"-n "+gpu.DevicePluginNamespace+
+			" get pods -l name=nvidia-device-plugin-ds -o jsonpath='{range .items[*]}{.spec.nodeName}{\" \"}{end}'"))
+		slices.Sort(placed)
+		if out == "4" && slices.Equal(placed, gpuNodes) {
+			return
+		}
+	}
+	t.Errorf("device plugin pods on %v, want one on each of %v", placed, gpuNodes)
+}
+
 func (e *e2e) previewList(ctx context.Context, s *Stack, refresh bool) []string {
 	e.t.Helper()
 	changes, err := s.PreviewChanges(ctx, refresh)
@@ -187,19 +234,21 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	withChart := func(replacement string) func(string) string {
 		return func(s string) string {
 			s = strings.Replace(s, "replacement: none", "replacement: "+replacement, 1)
-			return strings.Replace(s, "  extraSANs:", "  cilium: {chart: "+good+"}\n  extraSANs:", 1)
+			return strings.Replace(s, "  extraSANs:", "  cilium: {chart: "+good+"}\n  gpu: {devicePlugin: {enabled: true}}\n  extraSANs:", 1)
 		}
 	}
 	kubeProxyInv := e.inventory("kube-proxy", withChart("none"))
 	ciliumInv := e.inventory("cilium", withChart("cilium"))
 
 	s := e.open(ctx, kubeProxyInv)
+	e.log.Reset()
 	e.up(ctx, s)
 	if got := e.kubeProxyObjects(ctx); len(got) != 2 {
 		t.Fatalf("kube-proxy objects after the first up: %v", got)
 	}
 	dropIn, _ := gpu.ContainerdDropIn(s.Inv.Nodes[3])
 	e.checkGPU(ctx, string(dropIn))
+	e.checkNoGPUHere(ctx, s)
 	e.seedKubeRules(ctx)
 	e.checkKubeRules(ctx, true)
 

@@ -157,7 +157,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 func loadOrCreateBundle(o Options, progress io.Writer) (*pki.Bundle, string, error) {
 	path := o.Secrets
 	if path == "" {
-		path = filepath.Join(o.StateDir, o.Stack, "secrets.yaml")
+		path = BundlePath(o.StateDir, o.Stack)
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && o.Secrets == "" {
@@ -165,13 +165,7 @@ func loadOrCreateBundle(o Options, progress io.Writer) (*pki.Bundle, string, err
 		if err != nil {
 			return nil, "", err
 		}
-		if data, err = b.Marshal(); err != nil {
-			return nil, "", err
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, "", err
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
+		if data, err = WriteBundle(path, b); err != nil {
 			return nil, "", err
 		}
 		fmt.Fprintf(progress, "created the cluster's secrets bundle %s (0600): back it up, it is the cluster's root of trust\n", path)

@@ -19,6 +19,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
@@ -124,6 +125,9 @@ func Read(inv *inventory.Inventory, r *roles.Rendered) (*Cluster, error) {
 				c.Endpoint = ep
 				locals = append(locals, local{n.Name, la})
 			case kubeadm.JoinConfigPath:
+				if hasFile(nf.Files, kubeadm.InitConfigPath) {
+					continue // the first node's re-join config: unused while it lives
+				}
 				disc, la, err := readJoin(f.Content)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", n.Name, f.Path, err)
@@ -286,4 +290,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func hasFile(files []file.File, path string) bool {
+	for _, f := range files {
+		if f.Path == path {
+			return true
+		}
+	}
+	return false
 }

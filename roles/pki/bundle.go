@@ -51,6 +51,21 @@ func New() (*Bundle, error) {
 	return &Bundle{APIVersion: APIVersion, Kind: Kind, Talos: tb, VRRPPassword: pw}, nil
 }
 
+// FromTalos wraps Talos cluster secrets, such as those
+// secrets.NewBundleFromKubernetesPKI reads from a cluster kubeadm built,
+// with a fresh VRRP password, and checks the result is complete.
+func FromTalos(tb *secrets.Bundle) (*Bundle, error) {
+	pw, err := randomString(8)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{APIVersion: APIVersion, Kind: Kind, Talos: tb, VRRPPassword: pw}
+	return b, b.Validate()
+}
+
+// Validate checks the bundle is complete, as Parse does.
+func (b *Bundle) Validate() error { return b.check() }
+
 // Parse reads a bundle written by Marshal and checks it is complete.
 func Parse(data []byte) (*Bundle, error) {
 	var b Bundle

@@ -1,0 +1,39 @@
+package program
+
+import (
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/gpu"
+)
+
+// declareGPUWorker declares what a GPU worker gets beyond a plain worker's
+// files, join and labels: the pinned nvidia-container-toolkit (a Package
+// that restarts containerd when it or the containerd drop-in changed, and
+// that is skipped, with a warning, on a node where no NVIDIA GPU is
+// detected). Workers without an NVIDIA GPU get nothing.
+func declareGPUWorker(ctx *pulumi.Context, w pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, conn pulumi.Map, host *Host, nf *nodeFiles) error {
+	tk, ok := gpu.ToolkitFor(cfg.Inventory, n)
+	if !ok {
+		return nil
+	}
+	deps := append([]pulumi.Resource{host}, nf.get(gpu.ContainerdDropInPath)...)
+	_, err := register(ctx, "Package", n.Name+":nvidia-container-toolkit", pulumi.Map{
+		"connection":    conn,
+		"names":         pulumi.ToStringArray(tk.Packages),
+		"pinnedVersion": pulumi.String(tk.Version),
+		"repository": pulumi.Map{
+			"keyURL":      pulumi.String(tk.KeyURL),
+			"keyring":     pulumi.String(tk.Keyring),
+			"sourcesPath": pulumi.String(tk.SourcesPath),
+			"sources":     pulumi.String(string(tk.Sources)),
+		},
+		// containerd reads the drop-in only when it starts.
+		"restart":          pulumi.String("containerd"),
+		"trigger":          pulumi.String(sha(contentOf(filesOf(r, n.Name), gpu.ContainerdDropInPath))),
+		"requireNvidiaGPU": pulumi.Bool(true),
+		"declaredGPUs":     pulumi.Int(n.GPUs.Count),
+	}, &Package{}, pulumi.Parent(w), pulumi.DependsOn(deps))
+	return err
+}

@@ -1,0 +1,324 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/gpu"
+)
+
+// Package is a set of Debian packages held at one pinned version, from an
+// apt repository set up with its own keyring. Its live state is what dpkg
+// reports. A package meant for NVIDIA GPUs (RequireNvidiaGPU) is skipped,
+// not failed, on a node where no NVIDIA GPU is detected: the state says
+// so, and a warning names the node and what the inventory declares.
+type Package struct{}
+
+// AptRepository is a third-party apt repository: its key, fetched once and
+// dearmored into Keyring, and the sources list that trusts only that key.
+type AptRepository struct {
+	KeyURL      string `pulumi:"keyURL"`
+	Keyring     string `pulumi:"keyring"`
+	SourcesPath string `pulumi:"sourcesPath"`
+	Sources     string `pulumi:"sources"`
+}
+
+type PackageArgs struct {
+	Connection Connection `pulumi:"connection"`
+	// Names are installed together, all at Version (apt's version string,
+	// e.g. 1.20.0-1), and held there.
+	Names []string `pulumi:"names"`
+	// Not "version": the engine strips an input of that name (the
+	// provider plugin's version), and decoding the state then fails.
+	Version    string         `pulumi:"pinnedVersion"`
+	Repository *AptRepository `pulumi:"repository,optional"`
+	// Restart is a unit restarted when the installed version changes or
+	// Trigger (a checksum of config the unit reads) changes.
+	Restart string `pulumi:"restart,optional"`
+	Trigger string `pulumi:"trigger,optional"`
+	// RequireNvidiaGPU skips the install on a node without an NVIDIA GPU;
+	// DeclaredGPUs is what the inventory says the node has (for the warning).
+	RequireNvidiaGPU bool `pulumi:"requireNvidiaGPU,optional"`
+	DeclaredGPUs     int  `pulumi:"declaredGPUs,optional"`
+}
+
+// Package statuses.
+const (
+	PackageInstalled    = "installed"
+	PackageMissing      = "not installed"
+	PackageOtherVersion = "other version"
+	PackageSkippedNoGPU = "skipped: no NVIDIA GPU detected"
+)
+
+type PackageState struct {
+	PackageArgs
+	// Versions are the installed versions of Names ("" when absent).
+	Versions map[string]string `pulumi:"versions,optional"`
+	// Status is one of the Package statuses.
+	Status string `pulumi:"status"`
+	// DetectedGPUs is how many NVIDIA GPUs the node showed (RequireNvidiaGPU only).
+	DetectedGPUs int `pulumi:"detectedGPUs"`
+}
+
+func (pk *Package) Annotate(a infer.Annotator) {
+	a.Describe(&pk, "Debian packages held at a pinned version from their apt repository; skipped on nodes without the NVIDIA GPU they need.")
+	a.SetToken("index", "Package")
+}
+
+// packageQuery is read-only: the GPU detection, then one line per package
+// dpkg knows, "pkg=<name> <status> <version>".
+func packageQuery(in PackageArgs) string {
+	var b strings.Builder
+	if in.RequireNvidiaGPU {
+		b.WriteString(gpu.DetectScript + "\n")
+	}
+	words := make([]string, len(in.Names))
+	for i, n := range in.Names {
+		words[i] = quote(n)
+	}
+	b.WriteString("dpkg-query -W -f='pkg=${Package} ${db:Status-Abbrev} ${Version}\\n' " + strings.Join(words, " ") + " 2>/dev/null\ntrue")
+	return b.String()
+}
+
+// live is what packageQuery found.
+type live struct {
+	versions map[string]string
+	gpus     gpu.Detection
+}
+
+func parsePackageQuery(names []string, out string) live {
+	l := live{versions: map[string]string{}, gpus: gpu.ParseDetection(out)}
+	for _, n := range names {
+		l.versions[n] = ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "pkg=")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		// "ii " is installed; "rc " (removed, config left) and "un " are not.
+		if len(f) == 3 && f[1] == "ii" {
+			if _, want := l.versions[f[0]]; want {
+				l.versions[f[0]] = f[2]
+			}
+		}
+	}
+	return l
+}
+
+// status says where the node stands against the pin.
+func (l live) status(in PackageArgs) string {
+	if in.RequireNvidiaGPU && !l.gpus.Present() {
+		return PackageSkippedNoGPU
+	}
+	missing, other := false, false
+	for _, n := range in.Names {
+		switch l.versions[n] {
+		case in.Version:
+		case "":
+			missing = true
+		default:
+			other = true
+		}
+	}
+	switch {
+	case other:
+		return PackageOtherVersion
+	case missing:
+		return PackageMissing
+	}
+	return PackageInstalled
+}
+
+func (l live) state(in PackageArgs) PackageState {
+	return PackageState{PackageArgs: in, Versions: l.versions, Status: l.status(in), DetectedGPUs: l.gpus.Count()}
+}
+
+func readPackage(ctx context.Context, c *ssh.Client, in PackageArgs) (live, error) {
+	out, _, err := query(ctx, c, packageQuery(in))
+	if err != nil {
+		return live{}, fmt.Errorf("%s: reading %s: %w", in.Connection.Node, strings.Join(in.Names, ", "), err)
+	}
+	return parsePackageQuery(in.Names, out), nil
+}
+
+// installScript sets up the repository (the key only when its keyring is
+// missing; the sources list was uploaded before), installs every package at
+// the pinned version and holds them there, so an unattended upgrade never
+// moves them.
+func installScript(in PackageArgs) string {
+	var pinned []string
+	for _, n := range in.Names {
+		pinned = append(pinned, quote(n+"="+in.Version))
+	}
+	names := make([]string, len(in.Names))
+	for i, n := range in.Names {
+		names[i] = quote(n)
+	}
+	var b strings.Builder
+	b.WriteString("set -e\nexport DEBIAN_FRONTEND=noninteractive\n")
+	if r := in.Repository; r != nil {
+		k := quote(r.Keyring)
+		fmt.Fprintf(&b, `if [ ! -s %[1]s ]; then
+  command -v curl >/dev/null && command -v gpg >/dev/null || { echo "fetching the repository key needs curl and gpg: apt-get install -y curl gnupg" >&2; exit 1; }
+  mkdir -p "$(dirname %[1]s)"
+  curl -fsSL %[2]s | gpg --dearmor --yes -o %[1]s.tmp
+  mv %[1]s.tmp %[1]s
+fi
+`, k, quote(r.KeyURL))
+	}
+	b.WriteString("apt-get update -q\n")
+	b.WriteString("apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ") + "\n")
+	b.WriteString("apt-mark hold " + strings.Join(names, " ") + " >/dev/null\n")
+	return b.String()
+}
+
+// converge brings the node to the pin and returns the state it left it in.
+// Nothing is run but reads when the node is already there (or skipped).
+func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, error) {
+	node := in.Connection.Node
+	c, err := dial(ctx, in.Connection)
+	if err != nil {
+		return PackageState{}, err
+	}
+	defer c.Close()
+	l, err := readPackage(ctx, c, in)
+	if err != nil {
+		return PackageState{}, err
+	}
+	st := l.state(in)
+	if st.Status == PackageSkippedNoGPU {
+		p.GetLogger(ctx).Warningf("%s: no NVIDIA GPU detected (nvidia-smi lists none, no /dev/nvidia0, no NVIDIA display device on PCI) though the inventory declares %d; %s not installed. Check the node, or fix its gpus in the inventory",
+			node, in.DeclaredGPUs, strings.Join(in.Names, ", "))
+		return st, nil
+	}
+	changed := st.Status != PackageInstalled
+	if r := in.Repository; r != nil && (changed || !equalRepo(r, old.Repository)) {
+		if err := c.Upload(ctx, r.SourcesPath, []byte(r.Sources), os.FileMode(0o644)); err != nil {
+			return PackageState{}, fmt.Errorf("%s: writing %s: %w", node, r.SourcesPath, err)
+		}
+	}
+	if changed {
+		if _, err := must(ctx, c, node, "installing "+strings.Join(in.Names, ", ")+" "+in.Version+
+			" (apt needs the node to reach its repository; an offline node needs a local mirror)", installScript(in)); err != nil {
+			return PackageState{}, err
+		}
+		if l, err = readPackage(ctx, c, in); err != nil {
+			return PackageState{}, err
+		}
+		if st = l.state(in); st.Status != PackageInstalled {
+			return PackageState{}, fmt.Errorf("%s: after installing, dpkg reports %v, not %s", node, l.versions, in.Version)
+		}
+	}
+	if in.Restart != "" && (changed || in.Trigger != old.Trigger) {
+		if _, err := must(ctx, c, node, "restarting "+in.Restart, "systemctl restart "+quote(in.Restart)); err != nil {
+			return PackageState{}, err
+		}
+	}
+	return st, nil
+}
+
+func (Package) Create(ctx context.Context, req infer.CreateRequest[PackageArgs]) (infer.CreateResponse[PackageState], error) {
+	in := req.Inputs
+	id := in.Connection.Node + ":" + strings.Join(in.Names, ",")
+	if req.DryRun {
+		return infer.CreateResponse[PackageState]{ID: id, Output: PackageState{PackageArgs: in}}, nil
+	}
+	st, err := convergePackage(ctx, in, PackageArgs{})
+	if err != nil {
+		return infer.CreateResponse[PackageState]{}, err
+	}
+	return infer.CreateResponse[PackageState]{ID: id, Output: st}, nil
+}
+
+func (Package) Read(ctx context.Context, req infer.ReadRequest[PackageArgs, PackageState]) (infer.ReadResponse[PackageArgs, PackageState], error) {
+	ctx = reading(ctx)
+	st := req.State
+	c, err := dial(ctx, st.Connection)
+	if err != nil {
+		unreachable(ctx, st.Connection.Node, err)
+		return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	}
+	defer c.Close()
+	l, err := readPackage(ctx, c, st.PackageArgs)
+	if err != nil {
+		return infer.ReadResponse[PackageArgs, PackageState]{}, err
+	}
+	return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: l.state(st.PackageArgs)}, nil
+}
+
+// Diff compares the pin with what dpkg last reported. A node skipped for
+// want of a GPU shows no drift (there is nothing to converge) unless the
+// declaration itself changed; once a GPU shows up, refresh reads it and the
+// install is due.
+func (Package) Diff(ctx context.Context, req infer.DiffRequest[PackageArgs, PackageState]) (infer.DiffResponse, error) {
+	d := packageDiff(req.Inputs, req.State)
+	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+}
+
+func packageDiff(in PackageArgs, st PackageState) map[string]p.PropertyDiff {
+	d := map[string]p.PropertyDiff{}
+	if in.Connection.Node != st.Connection.Node {
+		d["connection"] = p.PropertyDiff{Kind: p.UpdateReplace}
+	} else if in.Connection != st.Connection {
+		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if !slices.Equal(in.Names, st.Names) {
+		d["names"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Version != st.Version || (st.Status != PackageSkippedNoGPU && st.Status != PackageInstalled) {
+		d["pinnedVersion"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if !equalRepo(in.Repository, st.Repository) {
+		d["repository"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Restart != st.Restart {
+		d["restart"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.Trigger != st.Trigger {
+		d["trigger"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.RequireNvidiaGPU != st.RequireNvidiaGPU {
+		d["requireNvidiaGPU"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.DeclaredGPUs != st.DeclaredGPUs {
+		d["declaredGPUs"] = p.PropertyDiff{Kind: p.Update}
+	}
+	return d
+}
+
+func equalRepo(a, b *AptRepository) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func (Package) Update(ctx context.Context, req infer.UpdateRequest[PackageArgs, PackageState]) (infer.UpdateResponse[PackageState], error) {
+	in, old := req.Inputs, req.State
+	if req.DryRun {
+		st := old
+		st.PackageArgs = in
+		return infer.UpdateResponse[PackageState]{Output: st}, nil
+	}
+	st, err := convergePackage(ctx, in, old.PackageArgs)
+	if err != nil {
+		return infer.UpdateResponse[PackageState]{}, err
+	}
+	return infer.UpdateResponse[PackageState]{Output: st}, nil
+}
+
+// Delete leaves the packages installed: a node that no longer declares a
+// GPU loses the containerd drop-in that uses them, and a node leaving the
+// cluster is reset by its join's delete.
+func (Package) Delete(ctx context.Context, req infer.DeleteRequest[PackageState]) (infer.DeleteResponse, error) {
+	return infer.DeleteResponse{}, nil
+}
