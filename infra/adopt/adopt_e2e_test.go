@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -30,32 +31,7 @@ import (
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
-// The engine runs the provider plugin as pulumi-resource-homelab, a link to
-// the running binary: in tests, this test binary.
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
-		if err := provider.Serve(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-func needE2E(t *testing.T) {
-	if os.Getenv(lab.EnvE2E) != "1" {
-		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
-			t.Fatal("the emulated homelab needs root")
-		}
-		t.Skip("the emulated homelab needs root")
-	}
-	tools.Require(t, "pulumi")
-	tools.Require(t, "kubeadm")
-}
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestAdoptHandBuiltCluster is issue 6's acceptance for adopt: a cluster
 // built by hand with plain kubeadm (kubeadm generating its own CA; gpu-4
@@ -63,50 +39,14 @@ func needE2E(t *testing.T) {
 // reset or join on any node but gpu-4: the same CA, the same etcd cluster,
 // the same Nodes, plus gpu-4.
 func TestAdoptHandBuiltCluster(t *testing.T) {
-	needE2E(t)
-	release, err := lab.LockMachine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	dir, err := os.MkdirTemp("/srv", "homelab-adopt-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	stateDir, cmdLog := filepath.Join(work, "state"), filepath.Join(work, "commands.log")
-	engine := &lab.SyncBuffer{}
-	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", l.KeyPath())
-	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", l.KnownHostsPath())
-	invPath := filepath.Join(work, "lab.yaml")
-	if err := os.WriteFile(invPath, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Need(t, "pulumi", "kubeadm")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-
+	engine := &lab.SyncBuffer{}
 	start := time.Now()
-	if _, _, err := l.Up(ctx, invPath); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("engine output (tail):\n%s", tailLines(engine.String(), 80))
-		}
-		if err := l.Down(false); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	l := labtest.Up(t, ctx, "adopt", func() { t.Logf("engine output (tail):\n%s", tailLines(engine.String(), 80)) })
+	work, invPath := l.Work, l.InventoryPath
+	stateDir, cmdLog := filepath.Join(work, "state"), filepath.Join(work, "commands.log")
 	inv, _, err := inventory.Load(invPath)
 	if err != nil {
 		t.Fatal(err)
@@ -136,15 +76,17 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 		t.Errorf("reading the cluster ran mutating commands: %v", got)
 	}
 
-	// The bundle is the cluster's PKI, with the cluster's encryption key.
+	// The bundle is the cluster's PKI; the cluster had no encryption key
+	// to keep (unit tests cover keeping one).
 	if !bytes.Equal(a.Bundle.Talos.Certs.K8s.Crt, h.ca) {
 		t.Error("the bundle's Kubernetes CA is not the cluster's")
 	}
-	if a.Bundle.EncryptionSecret() != h.throwaway.EncryptionSecret() || a.KeyFrom != kubeadm.EncryptionConfig {
-		t.Errorf("the cluster's secretbox key was not kept (kept from %q)", a.KeyFrom)
+	if a.KeyFrom != "" || a.Bundle.EncryptionSecret() == "" {
+		t.Errorf("encryption key kept from %q on a cluster without encryption", a.KeyFrom)
 	}
-	// The rows: everything as declared but gpu-4, which is not there yet.
-	wantNotOK := []row{{CheckNode, "gpu-4", Missing}, {CheckKubeadm, "gpu-4", Missing}}
+	// The rows: everything as declared but gpu-4, which is not there yet,
+	// and the encryption at rest the cluster was built without.
+	wantNotOK := []row{{CheckNode, "gpu-4", Missing}, {CheckKubeadm, "gpu-4", Missing}, {CheckEncryption, "cp-1:kube-apiserver", Missing}}
 	for _, c := range a.Checks {
 		r := row{c.Check, c.Where, c.Status}
 		if c.Status != OK && !slices.Contains(wantNotOK, r) {
@@ -153,7 +95,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	}
 	got := rowsOf(a.Checks)
 	for _, w := range append(wantNotOK,
-		row{CheckEndpoint, "kubeadm-config", OK}, row{CheckEncryption, "cp-1:kube-apiserver", OK},
+		row{CheckEndpoint, "kubeadm-config", OK},
 		row{CheckAPISANs, "served at " + inv.Endpoint(), OK}, row{CheckEtcd, "cp-3", OK}, row{CheckNode, "gpu-3", OK}) {
 		if !got[w] {
 			t.Errorf("no row %v", w)
@@ -200,8 +142,8 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(storedBundle.Talos.Certs.K8s.Crt, h.ca) || storedBundle.EncryptionSecret() != h.throwaway.EncryptionSecret() {
-		t.Error("the stored bundle is not the cluster's CA and encryption key")
+	if !bytes.Equal(storedBundle.Talos.Certs.K8s.Crt, h.ca) || storedBundle.EncryptionSecret() == "" {
+		t.Error("the stored bundle lacks the cluster's CA or an encryption key")
 	}
 	wrote := mutating(t, cmdLog)
 	if len(wrote) != len(inv.Nodes)-1 {
@@ -243,7 +185,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 		if n.Name == "cp-1" {
 			want = provider.InitMarker
 		}
-		has := nodeRun(t, ctx, l, n.Name, "ls /etc/kubernetes/.homelab-*-complete 2>/dev/null; true")
+		has := nodeRun(t, ctx, l.Lab, n.Name, "ls /etc/kubernetes/.homelab-*-complete 2>/dev/null; true")
 		switch {
 		case n.Name == "gpu-4" && strings.TrimSpace(has) != "":
 			t.Errorf("gpu-4 (not set up) was marked: %s", has)
@@ -299,6 +241,15 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 			t.Errorf("up joined an adopted node again: %s", c)
 		case strings.Contains(c, "delete node"):
 			t.Errorf("up deleted a Node: %s", c)
+		}
+	}
+
+	// Every apiserver now runs with the encryption config, its manifest
+	// regenerated by kubeadm from the uploaded cluster config.
+	for _, n := range inv.ControlPlanes() {
+		out := nodeRun(t, ctx, l.Lab, n.Name, "grep -c -- --encryption-provider-config= /etc/kubernetes/manifests/kube-apiserver.yaml || true")
+		if strings.TrimSpace(out) != "1" {
+			t.Errorf("%s's apiserver after up: encryption flag count %q", n.Name, out)
 		}
 	}
 
@@ -427,6 +378,12 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 		return nil
 	})
 	cps := inv.ControlPlanes()
+	// Built without encryption at rest, as most hand-built clusters are:
+	// the first up must bring the flag to every apiserver.
+	if _, err := run(cps[0].Name, "sed -i '/- name: encryption-provider-config/{N;d}' "+kubeadm.InitConfigPath+
+		" && ! grep -q encryption-provider-config "+kubeadm.InitConfigPath); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := run(cps[0].Name, "kubeadm init --config "+kubeadm.InitConfigPath+" --skip-token-print --skip-certificate-key-print"); err != nil {
 		t.Fatal(err)
 	}

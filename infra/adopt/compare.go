@@ -313,7 +313,7 @@ func encryptionCheck(live *Live) Check {
 	case e.Flag == "":
 		c.Status, c.Detail = Missing, "no --encryption-provider-config: Secrets are stored in plain text"
 		c.Change = "up adds ours (a new secretbox key first, identity last, so the existing plain Secrets stay readable); " +
-			"the apiserver uses it once its manifest is regenerated with our kubeadm config, then rewrite Secrets to encrypt them"
+			"and regenerates each apiserver's manifest with it, one control-plane node at a time; then rewrite Secrets to encrypt them"
 	case e.Err != nil:
 		c.Status, c.Detail = Differs, fmt.Sprintf("%s: %v", e.HostPath, e.Err)
 		c.Change = "fix or remove the apiserver's encryption config, then adopt again: its key cannot be kept"

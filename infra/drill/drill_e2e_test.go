@@ -3,7 +3,6 @@ package drill
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,83 +12,20 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/provider"
-	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/stack"
-	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/roles/impact"
 )
 
-// The engine runs the provider plugin as pulumi-resource-homelab, a link to
-// the running binary: in tests, this test binary.
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
-		if err := provider.Serve(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { labtest.Main(m) }
 
-func needE2E(t testing.TB) {
-	if os.Getenv(lab.EnvE2E) != "1" {
-		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
-			t.Fatal("the emulated homelab needs root")
-		}
-		t.Skip("the emulated homelab needs root")
-	}
-	tools.Require(t, "pulumi")
-	tools.Require(t, "kubeadm")
-}
+func needE2E(t testing.TB) { labtest.Need(t, "pulumi", "kubeadm") }
 
-// labForTest brings up a lab from inventory/lab.yaml in a fresh directory
-// and returns it with the inventory (SSH paths pointed at the lab's).
+// labForTest brings up a lab from inventory/lab.yaml and returns it with
+// the inventory (SSH paths pointed at the lab's) and a work directory.
 func labForTest(t testing.TB, ctx context.Context) (*lab.Lab, string, string) {
-	release, err := lab.LockMachine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	dir, err := os.MkdirTemp("/srv", "homelab-drill-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Log = &bytes.Buffer{}
-	work := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", l.KeyPath())
-	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", l.KnownHostsPath())
-	inv := filepath.Join(work, "lab.yaml")
-	if err := os.WriteFile(inv, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := l.Up(ctx, inv); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if os.Getenv("HOMELAB_E2E_KEEP") == "1" && t.Failed() {
-			t.Logf("lab kept in %s", dir)
-			return
-		}
-		if err := l.Down(false); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
-	return l, inv, work
+	l := labtest.Up(t, ctx, "drill", nil)
+	return l.Lab, l.InventoryPath, l.Work
 }
 
 // TestDrillsMatchCompare is issue 5's acceptance: for cp-1, cp-2 and a

@@ -171,6 +171,10 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	if err != nil {
 		return nil, err
 	}
+	componentArgs := pulumi.StringArrayMap{}
+	for pod, args := range kubeadm.ComponentArgs(kubeadm.Cluster(inv, rendered.APIServerSANs, sans.Etcd(inv))) {
+		componentArgs[pod] = pulumi.ToStringArray(args)
+	}
 	prev := pulumi.Resource(etcd)
 	for i, n := range cps {
 		phases, err := kubeadm.Init(inv, n, kubeadm.Secrets{BootstrapToken: cfg.Bundle.BootstrapToken(), CACertHash: hash}, rendered.APIServerSANs, sans.Etcd(inv))
@@ -188,6 +192,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 			"etcdSANs":      pulumi.ToStringArray(etcdSANs),
 			"config":        pulumi.ToSecret(pulumi.String(string(phases))).(pulumi.StringOutput),
 			"port":          pulumi.Int(inv.Cluster.Endpoint.Port),
+			"componentArgs": componentArgs,
 		}, &ControlPlaneAddress{}, pulumi.Parent(planes[i]), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err

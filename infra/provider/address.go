@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,6 +17,8 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
@@ -41,6 +44,9 @@ type ControlPlaneAddressArgs struct {
 	// manifests. It holds the bootstrap token: secret.
 	Config string `pulumi:"config" provider:"secret"`
 	Port   int    `pulumi:"port"`
+	// ComponentArgs are the flags (name=value) each control-plane
+	// component's static pod must run with, by pod name (kube-apiserver).
+	ComponentArgs map[string][]string `pulumi:"componentArgs,optional"`
 }
 
 type ControlPlaneAddressState struct {
@@ -53,6 +59,9 @@ type ControlPlaneAddressState struct {
 	LiveNodeIP     string            `pulumi:"liveNodeIP"`
 	LiveKubeconfig map[string]string `pulumi:"liveKubeconfig,optional"`
 	LiveSANs       map[string]string `pulumi:"liveSANs,optional"`
+	// LiveArgs are the declared flags' live values, keyed pod/flag; a flag
+	// the manifest lacks is absent.
+	LiveArgs map[string]string `pulumi:"liveArgs,optional"`
 }
 
 func (c *ControlPlaneAddress) Annotate(a infer.Annotator) {
@@ -108,6 +117,16 @@ func readLive(ctx context.Context, c *ssh.Client, st *ControlPlaneAddressState) 
 			st.LiveNodeIP = v
 		case strings.HasPrefix(k, "kubeconfig."):
 			st.LiveKubeconfig[strings.TrimPrefix(k, "kubeconfig.")] = hostOf(v)
+		}
+	}
+	st.LiveArgs = map[string]string{}
+	for pod := range st.ComponentArgs {
+		data, err := c.Read(ctx, manifests+"/"+pod+".yaml")
+		if err != nil {
+			continue // a node not joined yet: its join writes the manifests
+		}
+		for flag, v := range manifestFlags(data) {
+			st.LiveArgs[pod+"/"+flag] = v
 		}
 	}
 	for f := range certSANs {
@@ -169,11 +188,34 @@ func sansDiffer(live string, want []string, allowed ...string) bool {
 	return false
 }
 
+// manifestFlags reads a static pod manifest's --name=value flags.
+func manifestFlags(data []byte) map[string]string {
+	var pod corev1.Pod
+	out := map[string]string{}
+	if err := yaml.Unmarshal(data, &pod); err != nil || len(pod.Spec.Containers) == 0 {
+		return out
+	}
+	for _, a := range pod.Spec.Containers[0].Command {
+		if name, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // drift lists what differs on the node, by what fixes it.
 type drift struct {
 	certs    []string // certificate files to regenerate
 	address  bool     // manifests, kubeconfigs and node IP carry another address
+	pods     []string // static pods whose flags differ from the cluster config
 	problems []string
+}
+
+// controlPlanePhase is kubeadm's phase name for each static pod.
+var controlPlanePhase = map[string]string{
+	"kube-apiserver":          "apiserver",
+	"kube-controller-manager": "controller-manager",
+	"kube-scheduler":          "scheduler",
 }
 
 func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
@@ -191,6 +233,22 @@ func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
 		if sansDiffer(st.LiveSANs[f], want, allowed...) {
 			d.certs = append(d.certs, f)
 			d.problems = append(d.problems, f+" SANs differ from the required set")
+		}
+	}
+	for _, pod := range slices.Sorted(maps.Keys(in.ComponentArgs)) {
+		if _, ok := controlPlanePhase[pod]; !ok {
+			continue
+		}
+		if !hasPod(st.LiveArgs, pod) {
+			continue // no manifest yet: the join writes it
+		}
+		for _, arg := range in.ComponentArgs[pod] {
+			name, want, _ := strings.Cut(arg, "=")
+			if got, ok := st.LiveArgs[pod+"/"+name]; !ok || got != want {
+				d.pods = append(d.pods, pod)
+				d.problems = append(d.problems, fmt.Sprintf("%s runs without --%s=%s", pod, name, want))
+				break
+			}
 		}
 	}
 	if st.LiveAdvertise != "" && st.LiveAdvertise != in.Address {
@@ -212,6 +270,16 @@ func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
 		}
 	}
 	return d
+}
+
+// hasPod reports whether any live flag of pod was read (its manifest exists).
+func hasPod(live map[string]string, pod string) bool {
+	for k := range live {
+		if strings.HasPrefix(k, pod+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
@@ -252,6 +320,9 @@ func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[Contr
 	}
 	if len(dr.certs) > 0 || !slices.Equal(in.APIServerSANs, st.APIServerSANs) || !slices.Equal(in.EtcdSANs, st.EtcdSANs) {
 		d["sans"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if len(dr.pods) > 0 {
+		d["componentArgs"] = p.PropertyDiff{Kind: p.Update}
 	}
 	if in.Connection != st.Connection {
 		d["connection"] = p.PropertyDiff{Kind: p.Update}
@@ -307,6 +378,17 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 			return st, err
 		}
 	}
+	// Flags the cluster config declares and a manifest lacks: kubeadm
+	// regenerates the whole manifest from the config (volumes included).
+	// The address fix below regenerates the apiserver's itself.
+	for _, pod := range dr.pods {
+		if pod == "kube-apiserver" && dr.address {
+			continue
+		}
+		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", "kubeadm init phase control-plane "+controlPlanePhase[pod]+cfg); err != nil {
+			return st, err
+		}
+	}
 	if dr.address {
 		old := st.LiveAdvertise
 		if old == "" {
@@ -334,7 +416,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 			return st, err
 		}
 	}
-	if err := waitHealthy(ctx, c, in, len(dr.certs) > 0 && !dr.address); err != nil {
+	if err := waitHealthy(ctx, c, in, len(dr.certs) > 0 && !dr.address && !slices.Contains(dr.pods, "kube-apiserver")); err != nil {
 		return st, fmt.Errorf("%s: %w", node, err)
 	}
 	if err := readLive(ctx, c, &st); err != nil {

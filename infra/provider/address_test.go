@@ -33,3 +33,43 @@ func TestDriftOf(t *testing.T) {
 		t.Errorf("a stale extra SAN: %+v", d)
 	}
 }
+
+// A manifest kubeadm wrote before a flag was declared (an adopted cluster)
+// is regenerated; one not written yet (a node still joining) is left to
+// its join.
+func TestComponentArgsDrift(t *testing.T) {
+	apiserver := []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: kube-apiserver, namespace: kube-system}
+spec:
+  containers:
+  - name: kube-apiserver
+    command:
+    - kube-apiserver
+    - --advertise-address=10.0.0.140
+    - --encryption-provider-config=/etc/kubernetes/encryption/config.yaml
+`)
+	flags := manifestFlags(apiserver)
+	if flags["encryption-provider-config"] != "/etc/kubernetes/encryption/config.yaml" || flags["advertise-address"] != "10.0.0.140" {
+		t.Fatalf("flags read: %v", flags)
+	}
+	in := ControlPlaneAddressArgs{ComponentArgs: map[string][]string{
+		"kube-apiserver": {"encryption-provider-config=/etc/kubernetes/encryption/config.yaml"},
+		"kube-scheduler": {"bind-address=127.0.0.1"},
+	}}
+	for _, tc := range []struct {
+		name string
+		live map[string]string
+		want []string
+	}{
+		{"as declared", map[string]string{"kube-apiserver/encryption-provider-config": "/etc/kubernetes/encryption/config.yaml", "kube-scheduler/bind-address": "127.0.0.1"}, nil},
+		{"flag missing", map[string]string{"kube-apiserver/advertise-address": "10.0.0.140", "kube-scheduler/bind-address": "127.0.0.1"}, []string{"kube-apiserver"}},
+		{"other value", map[string]string{"kube-apiserver/encryption-provider-config": "/etc/kubernetes/encryption/config.yaml", "kube-scheduler/bind-address": "0.0.0.0"}, []string{"kube-scheduler"}},
+		{"no manifests yet", map[string]string{}, nil},
+	} {
+		d := driftOf(in, ControlPlaneAddressState{ControlPlaneAddressArgs: in, LiveArgs: tc.live})
+		if !slices.Equal(d.pods, tc.want) || d.address || len(d.certs) > 0 {
+			t.Errorf("%s: pods %v address %v certs %v, want pods %v", tc.name, d.pods, d.address, d.certs, tc.want)
+		}
+	}
+}

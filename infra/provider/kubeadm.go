@@ -126,7 +126,13 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 	}
 	state = strings.TrimSpace(state)
 	if state == "yes" {
+		// A cluster built before this state (adopted, or state lost): the
+		// stored cluster config becomes ours, which later joins and
+		// kubeadm upgrades read.
 		p.GetLogger(ctx).Infof("%s: control plane already initialised; adopting it", node)
+		if _, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(in.ConfigPath)); err != nil {
+			return "", err
+		}
 	} else {
 		peer, err := livePeer(ctx, in.Peers)
 		if err != nil {

@@ -15,29 +15,17 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/netns"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
 
-// The engine runs the provider plugin as pulumi-resource-homelab, a link to
-// the running binary: in tests, this test binary.
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == ProviderBinary {
-		if err := provider.Serve(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 type e2e struct {
 	t        *testing.T
-	lab      *lab.Lab
+	lab      *labtest.Lab
 	stateDir string
 	cmdLog   string
 	log      *bytes.Buffer
@@ -45,54 +33,17 @@ type e2e struct {
 	work     string
 }
 
-func needE2E(t *testing.T) {
-	if os.Getenv(lab.EnvE2E) != "1" {
-		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
-			t.Fatal("the emulated homelab needs root")
-		}
-		t.Skip("the emulated homelab needs root")
-	}
-	tools.Require(t, "pulumi")
-	tools.Require(t, "kubeadm")
-}
+func needE2E(t *testing.T) { labtest.Need(t, "pulumi", "kubeadm") }
 
 // newE2E brings up a lab from inventory/lab.yaml (its SSH paths pointed
 // at the test lab's) and a state dir for the stack.
 func newE2E(t *testing.T) *e2e {
-	release, err := lab.LockMachine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	dir, err := os.MkdirTemp("/srv", "homelab-stack-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	e := &e2e{t: t, lab: l, work: work, stateDir: filepath.Join(work, "state"), cmdLog: filepath.Join(work, "commands.log"), log: &bytes.Buffer{}}
-	e.invPath = e.inventory("lab", func(s string) string { return s })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, _, err := l.Up(ctx, e.invPath); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80))
-		}
-		if err := l.Down(false); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-		os.RemoveAll(dir)
-	})
-	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	e := &e2e{t: t, log: &bytes.Buffer{}}
+	e.lab = labtest.Up(t, ctx, "stack", func() { t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80)) })
+	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
+	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
 	t.Setenv(ssh.CommandLogEnv, e.cmdLog)
 	return e
 }
@@ -107,17 +58,7 @@ func tail(s string, n int) string {
 
 // inventory writes a variant of inventory/lab.yaml for this lab.
 func (e *e2e) inventory(name string, edit func(string) string) string {
-	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", e.lab.KeyPath())
-	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", e.lab.KnownHostsPath())
-	p := filepath.Join(e.work, name+".yaml")
-	if err := os.WriteFile(p, []byte(edit(s)), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	return p
+	return e.lab.Inventory(name, edit)
 }
 
 func (e *e2e) open(ctx context.Context, inv string) *Stack {

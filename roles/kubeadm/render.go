@@ -255,3 +255,29 @@ func marshalDocs(docs ...any) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// ComponentArgs are the flags the cluster config gives each control-plane
+// component, as name=value by static pod name: what a node's manifests must
+// carry. kubeadm writes them at init and join only, so a cluster built
+// before a flag was declared (an adopted one, or an older config) lacks it
+// until its manifests are regenerated.
+func ComponentArgs(cc ClusterConfiguration) map[string][]string {
+	flags := func(args []Arg) []string {
+		var out []string
+		for _, a := range args {
+			out = append(out, a.Name+"="+a.Value)
+		}
+		return out
+	}
+	out := map[string][]string{}
+	for name, args := range map[string][]Arg{
+		"kube-apiserver":          cc.APIServer.ExtraArgs,
+		"kube-controller-manager": cc.ControllerManager.ExtraArgs,
+		"kube-scheduler":          cc.Scheduler.ExtraArgs,
+	} {
+		if len(args) > 0 {
+			out[name] = flags(args)
+		}
+	}
+	return out
+}

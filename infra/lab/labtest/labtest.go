@@ -1,0 +1,127 @@
+// Package labtest brings the emulated homelab up for one end-to-end test
+// and down after it: the machine lock (one lab at a time), a lab directory
+// under /srv, inventory/lab.yaml with the lab's SSH paths, and SSH dialling
+// from the lab's gateway namespace.
+package labtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/tools"
+)
+
+// EnvKeep keeps a failed test's lab up, for a look inside.
+const EnvKeep = "HOMELAB_E2E_KEEP"
+
+// Need skips the test unless HOMELAB_E2E=1 and it runs as root (with
+// HOMELAB_REQUIRE_TOOLS=1, as in CI, not being root fails it instead),
+// and requires the tools named.
+func Need(t testing.TB, toolNames ...string) {
+	t.Helper()
+	if os.Getenv(lab.EnvE2E) != "1" {
+		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+			t.Fatal("the emulated homelab needs root")
+		}
+		t.Skip("the emulated homelab needs root")
+	}
+	for _, name := range toolNames {
+		tools.Require(t, name)
+	}
+}
+
+// Lab is a lab up for one test.
+type Lab struct {
+	*lab.Lab
+	// Dir is the lab's directory; Work the test's own temporary one.
+	Dir, Work string
+	// InventoryPath is inventory/lab.yaml as this lab needs it.
+	InventoryPath string
+	t             testing.TB
+}
+
+// Up locks the machine, brings a lab up from inventory/lab.yaml in a new
+// directory /srv/homelab-NAME-test-*, and takes it down when the test
+// ends. onFail (may be nil) runs first when the test failed: to log what
+// the test gathered.
+func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
+	t.Helper()
+	release, err := lab.LockMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	dir, err := os.MkdirTemp("/srv", "homelab-"+name+"-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), t: t}
+	tl.InventoryPath = tl.Inventory("lab", nil)
+	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() && onFail != nil {
+			onFail()
+		}
+		if t.Failed() && os.Getenv(EnvKeep) == "1" {
+			t.Logf("lab kept in %s (%s=1)", dir, EnvKeep)
+			return
+		}
+		if err := l.Down(false); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	return tl
+}
+
+// Inventory writes inventory/lab.yaml with this lab's SSH key and
+// known_hosts, edited by edit (nil: as it is), as NAME.yaml in Work.
+func (l *Lab) Inventory(name string, edit func(string) string) string {
+	l.t.Helper()
+	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", l.KeyPath())
+	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", l.KnownHostsPath())
+	if edit != nil {
+		s = edit(s)
+	}
+	p := filepath.Join(l.Work, name+".yaml")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+// Main is TestMain for a package whose tests run the Pulumi engine: the
+// engine starts the provider plugin as pulumi-resource-homelab, a link to
+// the running binary, which is then the test binary.
+func Main(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "pulumi-resource-"+provider.Name {
+		if err := provider.Serve(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
