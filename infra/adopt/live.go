@@ -17,14 +17,13 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
@@ -317,26 +316,11 @@ func apiClient(ctx context.Context, c *ssh.Client, kubeconfig []byte, source inv
 }
 
 func readEtcd(ctx context.Context, c *ssh.Client, b *pki.Bundle, live *Live) error {
-	certs := b.Talos.Certs
-	crt, key, err := pki.ClientCert(certs.Etcd.Crt, certs.Etcd.Key, "homelab-adopt", "system:masters", time.Hour)
+	pair, err := b.EtcdClient("homelab-adopt", time.Hour)
 	if err != nil {
 		return err
 	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certs.Etcd.Crt)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://127.0.0.1:2379"},
-		DialTimeout: 10 * time.Second,
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return c.DialContext(ctx, "tcp", addr)
-		})},
-		Context: ctx,
-	})
+	cli, err := etcdclient.New(ctx, []string{"https://127.0.0.1:2379"}, b.Talos.Certs.Etcd.Crt, pair, c.DialContext)
 	if err != nil {
 		return err
 	}

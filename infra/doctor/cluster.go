@@ -12,14 +12,13 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -106,32 +105,16 @@ func handshake(ctx context.Context, dial DialFunc, addr string) (*x509.Certifica
 
 func (d *doctor) checkEtcd(ctx context.Context) {
 	inv := d.t.Inventory
-	certs := d.t.Bundle.Talos.Certs
-	crt, key, err := pki.ClientCert(certs.Etcd.Crt, certs.Etcd.Key, "homelab-doctor", "system:masters", time.Hour)
+	pair, err := d.t.Bundle.EtcdClient("homelab-doctor", time.Hour)
 	if err != nil {
 		d.r.add("etcd", "client", Fail, "minting a client certificate: %v", err)
 		return
 	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		d.r.add("etcd", "client", Fail, "%v", err)
-		return
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certs.Etcd.Crt)
 	var eps []string
 	for _, n := range inv.ControlPlanes() {
 		eps = append(eps, "https://"+net.JoinHostPort(d.liveAddress(n), "2379"))
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   eps,
-		DialTimeout: 5 * time.Second,
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return d.t.Dial(ctx, "tcp", addr)
-		})},
-		Context: ctx,
-	})
+	cli, err := etcdclient.New(ctx, eps, d.t.Bundle.Talos.Certs.Etcd.Crt, pair, etcdclient.DialFunc(d.t.Dial))
 	if err != nil {
 		d.r.add("etcd", "cluster", Fail, "%v", err)
 		return

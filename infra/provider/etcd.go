@@ -3,9 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"time"
@@ -13,8 +11,8 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
+	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
@@ -96,21 +94,7 @@ func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://127.0.0.1:2379"},
-		DialTimeout: 10 * time.Second,
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return c.DialContext(ctx, "tcp", addr)
-		})},
-		Context: ctx,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cli, nil
+	return etcdclient.New(ctx, []string{"https://127.0.0.1:2379"}, caPEM, pair, c.DialContext)
 }
 
 func listMembers(ctx context.Context, cli *clientv3.Client) ([]liveMember, error) {

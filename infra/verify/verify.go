@@ -20,13 +20,14 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -229,21 +230,11 @@ func etcdClient(ctx context.Context, t Target) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(t.Bundle.Talos.Certs.Etcd.Crt)
 	var eps []string
 	for _, n := range t.Inventory.ControlPlanes() {
 		eps = append(eps, "https://"+net.JoinHostPort(n.Address, "2379"))
 	}
-	return clientv3.New(clientv3.Config{
-		Endpoints:   eps,
-		DialTimeout: 10 * time.Second,
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return t.Dial(ctx, "tcp", addr)
-		})},
-		Context: ctx,
-	})
+	return etcdclient.New(ctx, eps, t.Bundle.Talos.Certs.Etcd.Crt, cert, etcdclient.DialFunc(t.Dial))
 }
 
 func checkEtcd(ctx context.Context, t Target) ([]string, error) {
