@@ -135,7 +135,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	}
 	for i, n := range cps {
 		joined := []pulumi.Resource{cpDone[i]}
-		if err := declareNodeMeta(ctx, planes[i], via, n, planes[i].Host, joined); err != nil {
+		if err := declareNodeMeta(ctx, planes[i], cfg, via, n, joined); err != nil {
 			return nil, err
 		}
 		if err := ctx.RegisterResourceOutputs(planes[i], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
@@ -313,7 +313,7 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 		return nil, err
 	}
 	w.Join = j
-	if err := declareNodeMeta(ctx, w, via, n, host, []pulumi.Resource{j}); err != nil {
+	if err := declareNodeMeta(ctx, w, cfg, via, n, []pulumi.Resource{j}); err != nil {
 		return nil, err
 	}
 	if err := declareGPUWorker(ctx, w, cfg, r, n, conn, host, nf); err != nil {

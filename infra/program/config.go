@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -77,7 +79,15 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 	if !ok {
 		known = ExpandHome(inv.SSH.KnownHosts)
 	}
-	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: known}
+	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: known, HostKeys: map[string]string{}}
+	for _, n := range inv.Nodes {
+		fps, err := hostkeys.Known(known, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
+		if err != nil {
+			return Config{}, fmt.Errorf("known_hosts: %w", err)
+		}
+		slices.Sort(fps)
+		cfg.HostKeys[n.Name] = strings.Join(slices.Compact(fps), ",")
+	}
 	if ig, ok := ctx.GetConfig(KeyIgnorePreflight); ok && ig != "" {
 		cfg.IgnorePreflight = strings.Split(ig, ",")
 	}

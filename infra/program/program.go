@@ -30,6 +30,9 @@ type Config struct {
 	KnownHosts string
 	// IgnorePreflight names kubeadm preflight checks to skip.
 	IgnorePreflight []string
+	// HostKeys are each node's host key fingerprints as known_hosts has
+	// them: accepting a replaced machine's key changes its node's.
+	HostKeys map[string]string
 }
 
 // Commands a node needs before kubeadm can run there.
@@ -131,7 +134,7 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	}, &Host{}, pulumi.Parent(parent))
 }
 
-func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map, n inventory.Node, host *Host, after []pulumi.Resource) error {
+func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, n inventory.Node, after []pulumi.Resource) error {
 	var taints pulumi.Array
 	for _, t := range kubeadm.Taints(n) {
 		taints = append(taints, pulumi.Map{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
@@ -141,8 +144,9 @@ func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, via pulumi.Map
 		"node":   pulumi.String(n.Name),
 		"labels": pulumi.ToStringMap(kubeadm.Labels(n)),
 		"taints": taints,
-		// Unknown while a host is first created: fine, the Node is too.
-		"machine": host.HostKey,
+		// Known at preview (a Host output would not be while the Host
+		// itself changes, as on a re-address).
+		"machine": pulumi.String(cfg.HostKeys[n.Name]),
 	}, &NodeMeta{}, pulumi.Parent(parent), pulumi.DependsOn(after))
 	return err
 }

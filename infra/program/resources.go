@@ -17,7 +17,6 @@ type Host struct {
 	MACs      pulumi.StringArrayOutput `pulumi:"macs"`
 	Versions  pulumi.StringMapOutput   `pulumi:"versions"`
 	GPUs      pulumi.StringArrayOutput `pulumi:"gpus"`
-	HostKey   pulumi.StringOutput      `pulumi:"hostKey"`
 }
 
 type File struct {

@@ -31,7 +31,8 @@ type NodeMetaArgs struct {
 	Node   string            `pulumi:"node"`
 	Labels map[string]string `pulumi:"labels,optional"`
 	Taints []Taint           `pulumi:"taints,optional"`
-	// Machine is the node's host key fingerprint: a new machine registers
+	// Machine is the node's host key fingerprint as known_hosts has it
+	// (accepting a replaced machine's key changes it): a new machine registers
 	// a new Node, which starts without the labels a kubelet may not set
 	// itself, so they are applied again.
 	Machine string `pulumi:"machine,optional"`

@@ -62,6 +62,7 @@ func TestReplaceInTheLab(t *testing.T) {
 		{"create homelab:index:KubeadmJoin cp-3"}, {"create homelab:index:KubeadmJoin gpu-4"},
 		{"delete homelab:index:KubeadmJoin gpu-3"}, {"delete homelab:index:Host gpu-3"},
 		{"update homelab:index:Host gpu-1", "hostKey", "mac"}, {"update homelab:index:KubeadmJoin gpu-1"},
+		{"update homelab:index:NodeMeta gpu-1", "machine"},
 	} {
 		if !hasChange(listed, want[0], want[1:]...) {
 			t.Errorf("preview lacks %v", want)
@@ -137,7 +138,7 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) {
 	}
 
 	listed := e.previewWithKeys(ctx, s)
-	for _, want := range [][]string{{"update homelab:index:Host cp-1", "hostKey", "mac"}, {"update homelab:index:KubeadmInit cp-1", "initialized"}} {
+	for _, want := range [][]string{{"update homelab:index:Host cp-1", "hostKey", "mac"}, {"update homelab:index:KubeadmInit cp-1", "initialized"}, {"update homelab:index:NodeMeta cp-1", "machine"}} {
 		if !hasChange(listed, want[0], want[1:]...) {
 			t.Errorf("preview lacks %v", want)
 		}
