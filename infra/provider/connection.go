@@ -102,11 +102,19 @@ func tail(s string, lines int) string {
 // quote makes s one shell word.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// unreachable logs that live state could not be read, so refresh keeps the
-// last known state instead of failing a whole refresh because one node is
-// powered off.
-func unreachable(ctx context.Context, node string, err error) {
+// unreachable logs that live state could not be read and says whether the
+// last known state may stand in for it. A node that does not answer (off,
+// moved) keeps it, so one powered-off node does not fail a whole refresh.
+// A node that answers but refuses the stored SSH key (the key was changed,
+// or the machine rebuilt with another) may be anything by now: its state is
+// unknown, so the step re-checks it with the current key.
+func unreachable(ctx context.Context, node string, err error) (keep bool) {
+	if ssh.AuthFailed(err) {
+		p.GetLogger(ctx).Warningf("%s refused the SSH key this state was made with (a new key, or a rebuilt machine): its live state is re-checked with the current key: %v", node, err)
+		return false
+	}
 	p.GetLogger(ctx).Warningf("%s unreachable, keeping its last known state: %v", node, err)
+	return true
 }
 
 // currentVia is the connection to reach the cluster through: the latest

@@ -74,7 +74,9 @@ func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
+		if !unreachable(ctx, st.Connection.Node, err) {
+			st.Sha256, st.LiveMode = "", 0
+		}
 		return infer.ReadResponse[FileArgs, FileState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()

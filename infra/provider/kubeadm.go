@@ -193,7 +193,10 @@ func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitAr
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
+		// Unknown means re-checked: the init looks before it acts.
+		if !unreachable(ctx, st.Connection.Node, err) {
+			st.Initialized = false
+		}
 		return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()
@@ -393,7 +396,9 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
+		if !unreachable(ctx, st.Connection.Node, err) {
+			st.Joined = false
+		}
 		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()

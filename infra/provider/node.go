@@ -159,7 +159,9 @@ func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, No
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	n, err := readNode(ctx, st.NodeMetaArgs)
 	if err != nil {
-		unreachable(ctx, st.Via.Node, err)
+		if !unreachable(ctx, st.Via.Node, err) {
+			st.LiveLabels, st.LiveTaints = nil, nil
+		}
 		return infer.ReadResponse[NodeMetaArgs, NodeMetaState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	st.LiveLabels, st.LiveTaints = map[string]string{}, nil
@@ -289,7 +291,9 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Via)
 	if err != nil {
-		unreachable(ctx, st.Via.Node, err)
+		if !unreachable(ctx, st.Via.Node, err) {
+			st.Exists = false
+		}
 		return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()

@@ -244,7 +244,9 @@ func (Package) Read(ctx context.Context, req infer.ReadRequest[PackageArgs, Pack
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
+		if !unreachable(ctx, st.Connection.Node, err) {
+			st.Status = PackageMissing // re-checked: the install reads dpkg first
+		}
 		return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()

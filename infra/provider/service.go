@@ -65,7 +65,9 @@ func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, Serv
 	st := req.State
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
+		if !unreachable(ctx, st.Connection.Node, err) {
+			st.Enabled, st.Active = false, false
+		}
 		return infer.ReadResponse[ServiceArgs, ServiceState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()

@@ -141,3 +141,10 @@ func (h *hostKeys) callback(hostname string, remote net.Addr, key gossh.PublicKe
 	}
 	return fmt.Errorf("ssh %s: checking host key of %s: %w", h.node, host, err)
 }
+
+// AuthFailed reports whether err is the server refusing every key offered:
+// the host answered and its key was verified, but it does not accept ours.
+// golang.org/x/crypto/ssh reports this only in words.
+func AuthFailed(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ssh: unable to authenticate")
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -466,5 +467,32 @@ func TestTargetHidesKey(t *testing.T) {
 		if s := fmt.Sprintf(f, tg); strings.Contains(s, "SECRET") {
 			t.Errorf("%s shows the key: %s", f, s)
 		}
+	}
+}
+
+// A host that is there, shows the known key, and refuses our key is told
+// apart from one that is away: its state cannot be trusted, only re-read.
+func TestRefusedKey(t *testing.T) {
+	e := newEnv(t)
+	hk := newEd25519(t)
+	e.startSSHD(port, hk)
+	kh := e.knownHosts(port, pub(t, hk))
+	c := e.dial(port, kh)
+	if c.HostKey() != gossh.FingerprintSHA256(pub(t, hk)) {
+		t.Errorf("HostKey %q, want the verified key's fingerprint", c.HostKey())
+	}
+
+	other := newEd25519(t)
+	block, err := gossh.MarshalPrivateKey(other, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.key = pem.EncodeToMemory(block)
+	_, err = e.tryDial(port, kh)
+	if err == nil || !AuthFailed(err) {
+		t.Fatalf("dial with a key sshd does not accept: %v (AuthFailed %v)", err, AuthFailed(err))
+	}
+	if _, err := e.tryDial(port+7, kh); AuthFailed(err) {
+		t.Errorf("an unreachable port counts as a refused key: %v", err)
 	}
 }

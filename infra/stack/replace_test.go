@@ -97,12 +97,40 @@ func TestReplaceInTheLab(t *testing.T) {
 		t.Errorf("cp-3's join used kubeadm's uploaded certificates: %s", out)
 	}
 
-	e.replaceFirstControlPlane(ctx, grown)
+	newInv := e.replaceFirstControlPlane(ctx, grown)
+	e.rebuildEveryMachine(ctx, newInv)
+}
+
+// rebuildEveryMachine: the whole homelab reinstalled (every disk, host key
+// and the lab's client key new) under the same state. Reads with the old
+// key are refused, so nothing stale is trusted: one up builds the cluster
+// again, and the next changes nothing.
+func (e *e2e) rebuildEveryMachine(ctx context.Context, inv string) {
+	t := e.t
+	if err := e.lab.Down(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.lab.Up(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(ctx, inv)
+	e.log.Reset()
+	start := time.Now()
+	e.up(ctx, s)
+	t.Logf("figures: up rebuilding every machine under the old state %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(e.log.String(), "refused the SSH key this state was made with") {
+		t.Error("the up did not say the old key was refused")
+	}
+	rep := e.verify(ctx, s)
+	if len(rep.EtcdMembers) != 3 || len(rep.Nodes) != 6 {
+		t.Errorf("after the rebuild: etcd %v, Nodes %v", rep.EtcdMembers, rep.Nodes)
+	}
+	e.noChanges(ctx, s, "up after the rebuild")
 }
 
 // replaceFirstControlPlane is scenario 2 on the hardest node: cp-1, where
 // kubeadm init ran. A blank cp-1 must re-join, never init a second cluster.
-func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) {
+func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 	t := e.t
 	saved, err := os.ReadFile(e.lab.KnownHostsPath())
 	if err != nil {
@@ -187,6 +215,7 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) {
 	if m := e.mutating(); len(m) > 0 {
 		t.Errorf("up after the re-join ran mutating commands: %v", m)
 	}
+	return newInv
 }
 
 // hasChange reports whether a listed change starts with prefix (operation,
