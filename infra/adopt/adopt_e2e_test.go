@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -474,22 +473,7 @@ func cli(t *testing.T, bin string, args ...string) (string, int) {
 // mutating returns the mutating commands logged since the last call.
 func mutating(t *testing.T, log string) []string {
 	t.Helper()
-	data, _ := os.ReadFile(log)
-	os.Remove(log)
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev struct {
-			Node, Kind, Cmd string
-			Mutating        bool
-		}
-		if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
-		if ev.Mutating {
-			out = append(out, ev.Node+": "+ev.Kind+" "+ev.Cmd)
-		}
-	}
-	return out
+	return labtest.Mutating(log)
 }
 
 func nodeRun(t *testing.T, ctx context.Context, l *lab.Lab, node, cmd string) string {

@@ -3,7 +3,6 @@ package adopt
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -280,7 +280,11 @@ func readCluster(ctx context.Context, inv *inventory.Inventory, c *ssh.Client, s
 	if err := readEtcd(ctx, c, b, live); err != nil {
 		return fmt.Errorf("%s: etcd: %w", source.Name, err)
 	}
-	live.Served, live.ServedErr = servedSANs(ctx, c, net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port)))
+	if leaf, err := doctor.ServedCertificate(ctx, c.DialContext, net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))); err != nil {
+		live.ServedErr = err
+	} else {
+		live.Served = sanStrings(leaf)
+	}
 	return nil
 }
 
@@ -341,27 +345,6 @@ func readEtcd(ctx context.Context, c *ssh.Client, b *pki.Bundle, live *Live) err
 	}
 	sort.Slice(live.Members, func(i, j int) bool { return live.Members[i].Name < live.Members[j].Name })
 	return nil
-}
-
-// servedSANs makes a TLS handshake with addr from the node and returns the
-// served certificate's SANs (verification is the comparison's business).
-func servedSANs(ctx context.Context, c *ssh.Client, addr string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	raw, err := c.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer raw.Close()
-	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-	if err := conn.HandshakeContext(ctx); err != nil {
-		return nil, err
-	}
-	certs := conn.ConnectionState().PeerCertificates
-	if len(certs) == 0 {
-		return nil, errors.New("no certificate served")
-	}
-	return sanStrings(certs[0]), nil
 }
 
 // sanStrings lists a certificate's IP and DNS SANs, IPs normalised.

@@ -58,7 +58,7 @@ func (d *doctor) checkAPITLS(ctx context.Context) {
 		if h.addr != h.name {
 			where += " (" + h.addr + ")"
 		}
-		leaf, err := handshake(ctx, d.t.Dial, net.JoinHostPort(h.addr, port))
+		leaf, err := ServedCertificate(ctx, d.t.Dial, net.JoinHostPort(h.addr, port))
 		if err != nil {
 			d.r.add("api tls", where, Fail, "no TLS handshake: %v", err)
 			continue
@@ -82,7 +82,9 @@ func (d *doctor) checkAPITLS(ctx context.Context) {
 	}
 }
 
-func handshake(ctx context.Context, dial DialFunc, addr string) (*x509.Certificate, error) {
+// ServedCertificate makes a TLS handshake with addr and returns the
+// certificate served there, unverified: the caller compares it.
+func ServedCertificate(ctx context.Context, dial DialFunc, addr string) (*x509.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	raw, err := dial(ctx, "tcp", addr)

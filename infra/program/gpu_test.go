@@ -1,45 +1,15 @@
 package program
 
 import (
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
-	"github.com/homelab-dev/homelab/roles/pki"
 )
-
-// runMockedWith runs the program on the shipped homelab changed by edit.
-func runMockedWith(t *testing.T, edit func(inv *inventory.Inventory)) *mocks {
-	t.Helper()
-	inv, _, err := inventory.Load("../../inventory/homelab.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(inv)
-	if _, err := inventory.Validate(inv); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile("../../roles/testdata/bundle.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := pki.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &mocks{all: map[string]registered{}}
-	cfg := Config{Inventory: inv, Bundle: b, PrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n", KnownHosts: "/k"}
-	if err := pulumi.RunErr(Run(cfg), pulumi.WithMocks("homelab", "test", m)); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 const (
 	pkgToken      = "homelab:index:Package"

@@ -43,11 +43,20 @@ func (m *mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
 
 func runMocked(t *testing.T, layout string) *mocks {
 	t.Helper()
+	return runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.Endpoint.Layout = layout })
+}
+
+// runMockedWith runs the program on the shipped homelab changed by edit.
+func runMockedWith(t *testing.T, edit func(inv *inventory.Inventory)) *mocks {
+	t.Helper()
 	inv, _, err := inventory.Load("../../inventory/homelab.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv.Cluster.Endpoint.Layout = layout
+	edit(inv)
+	if _, err := inventory.Validate(inv); err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile("../../roles/testdata/bundle.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -103,25 +102,8 @@ func (e *e2e) verify(ctx context.Context, s *Stack) *verify.Report {
 	return rep
 }
 
-// mutating counts the mutating commands the provider ran since the last call.
-func (e *e2e) mutating() []string {
-	data, _ := os.ReadFile(e.cmdLog)
-	os.Remove(e.cmdLog)
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev struct {
-			Node, Kind, Cmd string
-			Mutating        bool
-		}
-		if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
-		if ev.Mutating {
-			out = append(out, ev.Node+": "+ev.Kind+" "+ev.Cmd)
-		}
-	}
-	return out
-}
+// mutating lists the mutating commands the provider ran since the last call.
+func (e *e2e) mutating() []string { return labtest.Mutating(e.cmdLog) }
 
 func (e *e2e) node(ctx context.Context, name, cmd string) string {
 	out, err := e.lab.Run(ctx, name, cmd)

@@ -6,6 +6,7 @@ package labtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,4 +125,23 @@ func Main(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// Mutating returns the mutating commands the command log at path
+// (ssh.CommandLogEnv) holds, as "node: kind cmd", and empties it, so each
+// call sees what ran since the last.
+func Mutating(path string) []string {
+	data, _ := os.ReadFile(path)
+	os.Remove(path)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev ssh.Event
+		if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		if ev.Mutating {
+			out = append(out, ev.Node+": "+ev.Kind+" "+ev.Cmd)
+		}
+	}
+	return out
 }
