@@ -82,9 +82,7 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 	}
 
 	if ch := c.Cilium.Chart; ch != "" {
-		if !strings.HasPrefix(ch, "/") && !strings.HasPrefix(ch, "~/") {
-			ps.errorf("cluster.cilium.chart", "%q is relative; give the chart archive's absolute path (homelab runs the installer from another directory)", ch)
-		} else if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
+		if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
 			ps.errorf("cluster.cilium.chart", "%q is not a chart archive; give the .tgz `helm pull cilium/cilium --version X` writes", ch)
 		}
 	}

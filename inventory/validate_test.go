@@ -95,9 +95,6 @@ func TestBadInventories(t *testing.T) {
 		{name: "version too old for v1beta4", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.29.3" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version too new", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v2.0.0" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version garbage", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "vlatest" }, want: []string{"cluster.kubernetesVersion"}},
-		{name: "cilium chart relative", mutate: func(m map[string]any) {
-			at(m, "cluster")["cilium"] = map[string]any{"chart": "charts/cilium-1.18.4.tgz"}
-		}, want: []string{"cluster.cilium.chart"}},
 		{name: "cilium chart not an archive", mutate: func(m map[string]any) { at(m, "cluster")["cilium"] = map[string]any{"chart": "/srv/charts/cilium"} }, want: []string{"cluster.cilium.chart"}},
 		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
@@ -52,7 +51,7 @@ func newDoctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+			key, err := os.ReadFile(inv.SSH.PrivateKey)
 			if err != nil {
 				return fmt.Errorf("ssh.privateKey: %w", err)
 			}
@@ -60,7 +59,7 @@ func newDoctorCommand() *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
-				KnownHosts: program.ExpandHome(inv.SSH.KnownHosts), Dial: doctor.DialFunc(dialer())})
+				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer())})
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,13 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 )
 
 // The engine deletes an input named "version" (and "__"-prefixed ones)
@@ -26,5 +30,43 @@ func checkNames(t *testing.T, ty reflect.Type) {
 		if f.Type.Kind() == reflect.Struct {
 			checkNames(t, f.Type)
 		}
+	}
+}
+
+// Every resource, input and output, and object type in the schema says
+// what it is: `pulumi package get-schema` and `pulumi preview --diff` are
+// how users read the provider.
+func TestSchemaDocumentsEverything(t *testing.T) {
+	prov, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := p.GetSchema(context.Background(), Name, Version, prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Resources) != 11 {
+		t.Errorf("%d resources in the schema, want 11", len(spec.Resources))
+	}
+	check := func(kind, token string, o schema.ObjectTypeSpec, inputs map[string]schema.PropertySpec) {
+		if o.Description == "" {
+			t.Errorf("%s %s has no description", kind, token)
+		}
+		for _, props := range []map[string]schema.PropertySpec{o.Properties, inputs} {
+			for name, pr := range props {
+				if pr.Description == "" {
+					t.Errorf("%s %s: property %s has no description", kind, token, name)
+				}
+			}
+		}
+	}
+	for token, r := range spec.Resources {
+		if len(r.InputProperties) == 0 {
+			t.Errorf("resource %s has no inputs in the schema", token)
+		}
+		check("resource", token, r.ObjectTypeSpec, r.InputProperties)
+	}
+	for token, ty := range spec.Types {
+		check("type", token, ty.ObjectTypeSpec, nil)
 	}
 }

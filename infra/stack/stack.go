@@ -107,7 +107,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+	key, err := os.ReadFile(inv.SSH.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("ssh.privateKey: %w", err)
 	}
@@ -146,7 +146,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 		program.KeyInventory:     {Value: invPath},
 		program.KeySecrets:       {Value: bundleYAML, Secret: true},
 		program.KeySSHPrivateKey: {Value: string(key), Secret: true},
-		program.KeyKnownHosts:    {Value: program.ExpandHome(inv.SSH.KnownHosts)},
+		program.KeyKnownHosts:    {Value: inv.SSH.KnownHosts},
 	}
 	if err := s.SetAllConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("setting stack config: %w", err)
