@@ -138,6 +138,17 @@ func TestBadInventories(t *testing.T) {
 		{name: "router id", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["routerID"] = 300 }, want: []string{"cluster.vrrp.routerID"}},
 		{name: "advert interval", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 5 }, want: []string{"cluster.vrrp.advertIntervalMs"}},
 		{name: "vrrp interface", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth 0" }, want: []string{"cluster.vrrp.interface"}},
+		// Interface names land in keepalived.conf, netplan and shell
+		// commands: nothing that ends a line, a word or a block.
+		{name: "interface with a newline", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "eth0\n}" }, want: []string{"nodes[0].interface"}},
+		{name: "interface with a semicolon", mutate: func(m map[string]any) { at(m, "nodes.1")["interface"] = "eth0;reboot" }, want: []string{"nodes[1].interface"}},
+		{name: "interface with a command substitution", mutate: func(m map[string]any) { at(m, "nodes.2")["interface"] = "$(id)" }, want: []string{"nodes[2].interface"}},
+		{name: "interface with braces", mutate: func(m map[string]any) { at(m, "nodes.3")["interface"] = "eth{0}" }, want: []string{"nodes[3].interface"}},
+		{name: "interface with a quote", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = `eth0"` }, want: []string{"nodes[0].interface"}},
+		{name: "interface with a hash", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "eth0#x" }, want: []string{"nodes[0].interface"}},
+		{name: "interface dot", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "." }, want: []string{"nodes[0].interface"}},
+		{name: "vrrp interface with a newline", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth0\nvirtual_ipaddress" }, want: []string{"cluster.vrrp.interface"}},
+		{name: "vrrp interface with a tab", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth0\t" }, want: []string{"cluster.vrrp.interface"}},
 		{name: "single-ip unknown node", mutate: func(m map[string]any) {
 			at(m, "cluster.endpoint")["layout"] = "single-ip"
 			at(m, "cluster.endpoint")["node"] = "cp-9"

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -176,10 +178,35 @@ func newRefreshCommand() *cobra.Command {
 }
 
 func newDestroyCommand() *cobra.Command {
-	return stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, _ *cobra.Command, s *stack.Stack) error {
+	var yes bool
+	cmd := stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		if err := confirmDestroy(cmd, s.Inv, yes); err != nil {
+			return err
+		}
 		_, err := s.Destroy(ctx)
 		return err
 	})
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask: every node is reset, etcd's data and the cluster's objects are gone")
+	return cmd
+}
+
+// confirmDestroy asks for the cluster's name to be typed, as a user about
+// to lose every object of the cluster would want to be asked; --yes is
+// the consent for scripts.
+func confirmDestroy(cmd *cobra.Command, inv *inventory.Inventory, yes bool) error {
+	if yes {
+		return nil
+	}
+	name := inv.Cluster.Name
+	if !isTerminal(os.Stdin) {
+		return fmt.Errorf("destroy resets all %d nodes and deletes cluster %s's data (etcd, every object): run it on a terminal to confirm, or pass --yes", len(inv.Nodes), name)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "destroy resets all %d nodes of cluster %s: etcd's data and every object in the cluster are lost.\nType the cluster's name (%s) to go on: ", len(inv.Nodes), name, name)
+	answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(answer) != name {
+		return fmt.Errorf("not confirmed: nothing was changed")
+	}
+	return nil
 }
 
 func newKubeconfigCommand() *cobra.Command {
