@@ -169,7 +169,9 @@ func TestParseRejectsBadValues(t *testing.T) {
 		{"vrrp password with a brace", func(b *Bundle) { b.VRRPPassword = "ab}cd" }, "vrrpPassword"},
 		{"vrrp password with a space", func(b *Bundle) { b.VRRPPassword = "ab cd" }, "vrrpPassword"},
 		{"CA key of another CA", func(b *Bundle) { b.Talos.Certs.K8s.Key = other.Talos.Certs.K8s.Key }, "talos.Certs.K8s"},
-		{"etcd CA certificate garbage", func(b *Bundle) { b.Talos.Certs.Etcd.Crt = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }, "talos.Certs.Etcd"},
+		{"etcd CA certificate garbage", func(b *Bundle) {
+			b.Talos.Certs.Etcd.Crt = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+		}, "talos.Certs.Etcd"},
 		{"front-proxy CA not PEM", func(b *Bundle) { b.Talos.Certs.K8sAggregator.Crt = []byte("hello") }, "talos.Certs.K8sAggregator"},
 		{"service-account key not a key", func(b *Bundle) {
 			b.Talos.Certs.K8sServiceAccount.Key = []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
