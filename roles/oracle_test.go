@@ -31,12 +31,22 @@ func TestKubeadmValidatesEveryConfig(t *testing.T) {
 		}
 		dir := t.TempDir()
 		for _, nf := range r.Nodes {
+			// kubeadm checks the discovery kubeconfig exists.
+			discovery := filepath.Join(dir, nf.Node.Name+"-discovery.conf")
+			for _, f := range nf.Files {
+				if f.Path == kubeadm.DiscoveryPath {
+					if err := os.WriteFile(discovery, f.Content, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			for _, f := range nf.Files {
 				if f.Path != kubeadm.InitConfigPath && f.Path != kubeadm.JoinConfigPath {
 					continue
 				}
-				p := filepath.Join(dir, nf.Node.Name+".yaml")
-				if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+				p := filepath.Join(dir, nf.Node.Name+"-"+filepath.Base(f.Path))
+				content := []byte(strings.ReplaceAll(string(f.Content), kubeadm.DiscoveryPath, discovery))
+				if err := os.WriteFile(p, content, 0o600); err != nil {
 					t.Fatal(err)
 				}
 				out, err := exec.Command(kubeadmBin, "config", "validate", "--config", p).CombinedOutput()

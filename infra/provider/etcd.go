@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -124,13 +125,15 @@ func plain(ms []liveMember) []EtcdMember {
 	return out
 }
 
-// converge fixes peer URLs and removes members that are not declared. A
+// convergeMembers fixes peer URLs and removes members that are not
+// declared: one removal at most, checked against quorum, and a started
+// member only with the user's consent for its node (removeMember). A
 // member that has not started yet (empty name) is left alone: it is a join
 // in progress.
 func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, error) {
 	var live []liveMember
 	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client) error {
-		ms, err := listMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli)
 		if err != nil {
 			return err
 		}
@@ -138,24 +141,25 @@ func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, err
 		for _, m := range in.Members {
 			want[m.Name] = m.PeerURL
 		}
+		var errs []error
 		for _, m := range ms {
 			url, declared := want[m.Name]
 			switch {
 			case m.Name == "":
 			case !declared:
-				p.GetLogger(ctx).Warningf("removing etcd member %s (%s): not a declared control-plane node", m.Name, m.PeerURL)
-				if _, err := cli.MemberRemove(ctx, m.id); err != nil {
-					return fmt.Errorf("removing etcd member %s: %w", m.Name, err)
+				p.GetLogger(ctx).Warningf("etcd member %s (%s) belongs to no declared control-plane node", m.Name, m.PeerURL)
+				if err := removeMember(ctx, cli, m, false); err != nil {
+					errs = append(errs, err)
 				}
 			case url != m.PeerURL:
 				p.GetLogger(ctx).Infof("etcd member %s: peer URL %s -> %s", m.Name, m.PeerURL, url)
-				if _, err := cli.MemberUpdate(ctx, m.id, []string{url}); err != nil {
+				if _, err := cli.MemberUpdate(ctx, m.ID, []string{url}); err != nil {
 					return fmt.Errorf("updating etcd member %s: %w", m.Name, err)
 				}
 			}
 		}
 		live, err = listMembers(ctx, cli)
-		return err
+		return errors.Join(append(errs, err)...)
 	})
 	return plain(live), err
 }
@@ -173,7 +177,13 @@ func (EtcdMembers) Create(ctx context.Context, req infer.CreateRequest[EtcdMembe
 func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersArgs, EtcdMembersState]) (infer.ReadResponse[EtcdMembersArgs, EtcdMembersState], error) {
 	ctx = reading(ctx)
 	st := req.State
-	err := withEtcd(ctx, st.Via, func(cli *clientv3.Client) error {
+	// The latest inputs' nodes: which nodes etcd is reached through is no
+	// change (Diff ignores it), so the state may hold an older list.
+	via := req.Inputs.Via
+	if len(via) == 0 {
+		via = st.Via
+	}
+	err := withEtcd(ctx, via, func(cli *clientv3.Client) error {
 		ms, err := listMembers(ctx, cli)
 		st.Live = plain(ms)
 		return err
@@ -196,9 +206,6 @@ func (EtcdMembers) Diff(ctx context.Context, req infer.DiffRequest[EtcdMembersAr
 	want := sortedMembers(req.Inputs.Members)
 	if !slices.Equal(want, sortedMembers(req.State.Live)) || !slices.Equal(want, sortedMembers(req.State.Members)) {
 		d["members"] = p.PropertyDiff{Kind: p.Update}
-	}
-	if !slices.Equal(req.Inputs.Via, req.State.Via) {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }

@@ -90,6 +90,7 @@ func (h *HostArgs) Annotate(a infer.Annotator) {
 	a.Describe(&h.Address, "The address the inventory declares; a node that has another is reported.")
 	a.Describe(&h.MAC, "The MAC address the inventory declares (empty: not checked).")
 	a.Describe(&h.Requires, "Commands the node must have before anything else runs there (kubeadm, kubelet, ...).")
+	a.Describe(&h.ClusterCA, "The pin of the secrets bundle's Kubernetes CA: a node holding another CA runs another cluster, and nothing is written to it.")
 }
 
 func (h *HostState) Annotate(a infer.Annotator) {
@@ -103,6 +104,8 @@ func (h *HostState) Annotate(a infer.Annotator) {
 	a.Describe(&h.Missing, "Required commands the node lacks.")
 	a.Describe(&h.HostKey, "The fingerprint of the host key seen live.")
 	a.Describe(&h.ConvergedHostKey, "The fingerprint of the host key the last up saw; it differs from hostKey once a replaced machine's key was accepted.")
+	a.Describe(&h.CA, "The pin of the Kubernetes CA the node holds, read live (empty: none).")
+	a.Describe(&h.JoinedAs, "The node name the machine's kubelet holds a client certificate for, read live (empty: none): a machine joined under another name is refused.")
 }
 
 func (f *FileArgs) Annotate(a infer.Annotator) {
@@ -155,33 +158,35 @@ func (pk *PackageState) Annotate(a infer.Annotator) {
 }
 
 func (k *KubeadmInitArgs) Annotate(a infer.Annotator) {
-	a.Describe(&k.Connection, "The first control-plane node.")
-	a.Describe(&k.ConfigPath, "The kubeadm init configuration on the node.")
-	a.Describe(&k.ConfigSha, "The configuration's SHA-256: a changed configuration is uploaded to the cluster (kubeadm-config), never a second init.")
+	a.Describe(&k.Connection, "The control-plane node a new cluster is bootstrapped on (the single-ip layout's endpoint node, else the first listed).")
+	a.Describe(&k.ConfigPath, "The kubeadm init configuration on the control-plane nodes.")
+	a.Describe(&k.ConfigSha, "The SHA-256 of the cluster-wide configuration: a change is uploaded to the cluster (kubeadm-config), never a second init.")
 	a.Describe(&k.IgnorePreflight, "kubeadm preflight checks to skip.")
-	a.Describe(&k.Peers, "The other control-plane nodes: a blank first node re-joins the cluster running on them instead of starting a second one; a peer that cannot be checked stops the init.")
-	a.Describe(&k.JoinConfigPath, "The join configuration a blank first node re-joins with (vip and dns layouts).")
-	a.Describe(&k.BootstrapToken, "The bootstrap token (secret), re-created on a peer for a re-join.")
+	a.Describe(&k.Peers, "The other control-plane nodes: a cluster running on any of them is the cluster, and one that cannot be checked stops a new init.")
+	a.Describe(&k.JoinConfigPath, "No longer used (stacks made by earlier versions hold it).")
+	a.Describe(&k.BootstrapToken, "No longer used (stacks made by earlier versions hold it).")
 }
 
 func (k *KubeadmInitState) Annotate(a infer.Annotator) {
-	a.Describe(&k.Initialized, "Whether the node runs a control plane kubeadm initialised to completion, read live.")
+	a.Describe(&k.Initialized, "Whether the cluster exists (on the bootstrap node or a peer), read live.")
+	a.Describe(&k.BootstrappedOn, "The node kubeadm init ran on, recorded then.")
 	a.Describe(&k.AdminKubeconfig, "The cluster-admin kubeconfig, /etc/kubernetes/admin.conf (secret).")
 }
 
 func (k *KubeadmJoinArgs) Annotate(a infer.Annotator) {
 	a.Describe(&k.Connection, "The joining node.")
-	a.Describe(&k.ConfigPath, "The kubeadm join configuration on the node.")
+	a.Describe(&k.ConfigPath, "Where the join configuration is written for the join's run, and removed after it.")
+	a.Describe(&k.Config, "The node's kubeadm join configuration (secret: it holds the node's token); none for the single-ip layout's endpoint node.")
 	a.Describe(&k.ConfigSha, "The configuration's SHA-256; it matters only to a node not yet joined.")
 	a.Describe(&k.ControlPlane, "Join as a control-plane member (etcd member, static pods) rather than a worker.")
 	a.Describe(&k.IgnorePreflight, "kubeadm preflight checks to skip.")
-	a.Describe(&k.Via, "A control-plane node with admin.conf, where tokens are refreshed and a replaced machine's old Node is deleted.")
-	a.Describe(&k.BootstrapToken, "The bootstrap token (secret), re-created on via when it expired.")
-	a.Describe(&k.Peers, "Control-plane nodes etcd is reached through, to remove a replaced machine's stale member before it joins.")
+	a.Describe(&k.Via, "A control-plane node with admin.conf, where the node's token is made and removed and a replaced machine's old Node deleted.")
+	a.Describe(&k.BootstrapToken, "The node's own join token (secret), created just before its join and deleted right after.")
+	a.Describe(&k.Peers, "The control-plane nodes: etcd is reached through them (a replaced machine's stale member is removed before it joins), and the API when via does not answer.")
 }
 
 func (k *KubeadmJoinState) Annotate(a infer.Annotator) {
-	a.Describe(&k.Joined, "Whether kubeadm joined the node to completion, read live.")
+	a.Describe(&k.Joined, "Whether the node is a member, joined (or initialised) by kubeadm to completion, read live.")
 }
 
 func (t *Taint) Annotate(a infer.Annotator) {
@@ -261,7 +266,8 @@ func (c *ControlPlaneAddressArgs) Annotate(a infer.Annotator) {
 	a.Describe(&c.Address, "The node's declared address, which its etcd and apiserver must bind and advertise.")
 	a.Describe(&c.APIServerSANs, "The SANs the apiserver certificate must cover (every address and name the API is reached by).")
 	a.Describe(&c.EtcdSANs, "The SANs etcd's server and peer certificates must cover.")
-	a.Describe(&c.Config, "kubeadm's configuration for this node (secret: it holds the bootstrap token), for the phases that regenerate certificates and manifests.")
+	a.Describe(&c.ConfigPath, "The node's kubeadm init configuration, which the phases that regenerate its certificates and manifests read (default /etc/kubernetes/kubeadm/init.yaml).")
+	a.Describe(&c.Config, "No longer used (stacks made by earlier versions hold it).")
 	a.Describe(&c.Port, "The apiserver's port.")
 	a.Describe(&c.ComponentArgs, "Flags each control-plane static pod must run with (name=value), by pod name.")
 }

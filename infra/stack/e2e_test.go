@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -188,7 +187,7 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	go func() {
 		for ctx.Err() == nil {
 			if out, err := e.lab.Run(ctx, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
-				killChildren("pulumi")
+				SignalCLI(syscall.SIGKILL)
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -196,33 +195,6 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	}()
 	_, err := s.Up(ctx, true)
 	return err
-}
-
-// killChildren SIGKILLs this process's children named comm (the pulumi CLI
-// the Automation API runs), and nothing else on the machine.
-func killChildren(comm string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		s := string(data)
-		open, close := strings.Index(s, "("), strings.LastIndex(s, ")")
-		if open < 0 || close < open {
-			continue
-		}
-		fields := strings.Fields(s[close+1:])
-		var pid, ppid int
-		fmt.Sscan(s[:open], &pid)
-		if len(fields) > 1 {
-			fmt.Sscan(fields[1], &ppid)
-		}
-		if s[open+1:close] == comm && ppid == os.Getpid() {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // halfInit leaves cp-1 as a killed kubeadm init would: static pod

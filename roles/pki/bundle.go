@@ -6,6 +6,7 @@ package pki
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"strings"
 
 	cryptox509 "github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/talos/pkg/machinery/config"
@@ -176,32 +178,85 @@ func parseKey(keyPEM []byte) (any, error) {
 	return nil, errors.New("not a private key")
 }
 
-// CACertHash pins the Kubernetes CA for joins, in kubeadm's caCertHashes
-// form: sha256 of the CA's SubjectPublicKeyInfo.
+// NodeNameOf is the node a kubelet client certificate was issued for (its
+// CN system:node:NAME), "" when the PEM holds none.
+func NodeNameOf(certPEM []byte) string {
+	for rest := certPEM; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return ""
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			continue
+		}
+		if name, ok := strings.CutPrefix(cert.Subject.CommonName, "system:node:"); ok {
+			return name
+		}
+	}
+}
+
+// CACertHash pins the Kubernetes CA (CAPin).
 func (b *Bundle) CACertHash() (string, error) {
-	block, _ := pem.Decode(b.Talos.Certs.K8s.Crt)
+	pin, err := CAPin(b.Talos.Certs.K8s.Crt)
+	if err != nil {
+		return "", fmt.Errorf("secrets bundle: Kubernetes CA: %w", err)
+	}
+	return pin, nil
+}
+
+// BootstrapToken is the bundle's token: the seed each node's join token
+// is derived from.
+func (b *Bundle) BootstrapToken() string { return b.Talos.Secrets.BootstrapToken }
+
+// JoinToken is the kubeadm bootstrap token node joins with, derived from
+// the bundle's token so renders stay deterministic. Each node has its own:
+// its join creates it in the cluster just before, and deletes it right
+// after, so no token outlives a join and parallel joins never share one.
+func (b *Bundle) JoinToken(node string) string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	mac := hmac.New(sha256.New, []byte(b.Talos.Secrets.BootstrapToken))
+	mac.Write([]byte("homelab join token\x00" + node))
+	sum := mac.Sum(nil)
+	out := make([]byte, 22)
+	for i := range out {
+		out[i] = chars[int(sum[i])%len(chars)]
+	}
+	return string(out[:6]) + "." + string(out[6:])
+}
+
+// CAPin is kubeadm's pin of a CA certificate (caCertHashes' form): sha256
+// of its SubjectPublicKeyInfo. Two clusters' CAs never share one.
+func CAPin(certPEM []byte) (string, error) {
+	block, _ := pem.Decode(certPEM)
 	if block == nil {
-		return "", errors.New("secrets bundle: Kubernetes CA certificate is not PEM")
+		return "", errors.New("not a PEM certificate")
 	}
 	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return "", fmt.Errorf("secrets bundle: Kubernetes CA: %w", err)
+		return "", err
 	}
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// BootstrapToken is the kubeadm token joins authenticate with.
-func (b *Bundle) BootstrapToken() string { return b.Talos.Secrets.BootstrapToken }
-
 // EncryptionSecret is the base64 key for secrets encryption at rest.
 func (b *Bundle) EncryptionSecret() string { return b.Talos.Secrets.SecretboxEncryptionSecret }
 
 // SecretStrings lists the bundle's secret values in the forms they may take
-// in a file or log, so tests and the provisioner can prove none leaked.
-func (b *Bundle) SecretStrings() []string {
+// in a file or log, the join tokens of nodes included, so tests and the
+// provisioner can prove none leaked.
+func (b *Bundle) SecretStrings(nodes ...string) []string {
 	t := b.Talos
 	out := []string{t.Secrets.BootstrapToken, t.Secrets.SecretboxEncryptionSecret, b.VRRPPassword}
+	for _, n := range nodes {
+		tok := b.JoinToken(n)
+		out = append(out, tok, tok[7:])
+	}
 	if _, secret, ok := bytes.Cut([]byte(t.Secrets.BootstrapToken), []byte(".")); ok {
 		out = append(out, string(secret))
 	}
