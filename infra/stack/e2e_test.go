@@ -68,10 +68,10 @@ func (e *e2e) open(ctx context.Context, inv string) *Stack {
 	return s
 }
 
-func (e *e2e) up(ctx context.Context, s *Stack) map[string]int {
+func (e *e2e) up(ctx context.Context, s *Stack, allowDestroy ...string) map[string]int {
 	e.t.Helper()
 	start := time.Now()
-	res, err := s.Up(ctx, true)
+	res, err := s.Up(ctx, true, allowDestroy...)
 	if err != nil {
 		e.t.Fatalf("up: %v", err)
 	}
@@ -262,7 +262,11 @@ func (e *e2e) checkDrift(ctx context.Context, s *Stack) {
 func (e *e2e) checkNoSecretsLeaked(s *Stack) {
 	e.t.Helper()
 	key, _ := os.ReadFile(e.lab.KeyPath())
-	secrets := append(s.Bundle.SecretStrings(), keyBody(string(key))...)
+	var names []string
+	for _, n := range s.Inv.Nodes {
+		names = append(names, n.Name)
+	}
+	secrets := append(s.Bundle.SecretStrings(names...), keyBody(string(key))...)
 	outs, _ := s.Outputs(context.Background())
 	if kc, _ := outs["kubeconfig"].Value.(string); kc != "" {
 		for _, l := range strings.Split(kc, "\n") {
@@ -315,7 +319,6 @@ func (e *e2e) checkPreviews(ctx context.Context) {
 		{"a label on gpu-1", func(s string) string {
 			return strings.Replace(s, "  - name: gpu-1\n", "  - name: gpu-1\n    labels: {tier: fast}\n", 1)
 		}, []string{
-			"update homelab:index:File gpu-1:/etc/kubernetes/kubeadm/join.yaml",
 			"update homelab:index:KubeadmJoin gpu-1",
 			"update homelab:index:NodeMeta gpu-1",
 		}},
@@ -326,7 +329,8 @@ func (e *e2e) checkPreviews(ctx context.Context) {
 			return strings.Replace(s, "mode: iptables", "mode: ipvs", 1)
 		}, []string{
 			"update homelab:index:File cp-1:/etc/kubernetes/kubeadm/init.yaml",
-			"update homelab:index:KubeadmInit cp-1",
+			"update homelab:index:File cp-2:/etc/kubernetes/kubeadm/init.yaml",
+			"update homelab:index:File cp-3:/etc/kubernetes/kubeadm/init.yaml",
 		}},
 	}
 	for _, tc := range cases {
