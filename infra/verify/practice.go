@@ -54,8 +54,8 @@ const (
 	DeclarativeName = "kcna-declarative"
 	CreateManager   = "homelab-verify-create"
 	ApplyManager    = "homelab-verify"
-	// PauseImage is kubeadm 1.34's sandbox image: every node has it, it
-	// does nothing, and it ends at once on SIGTERM.
+	// PauseImage is kubeadm 1.34's sandbox image: tiny, likely on the node
+	// already, does nothing, and ends at once on SIGTERM.
 	PauseImage = "registry.k8s.io/pause:3.10.1"
 )
 
