@@ -122,10 +122,10 @@ func runPractice(ctx context.Context, cs kubernetes.Interface, rep *Report, p Pr
 	imp, err1 := deploys.Get(ctx, ImperativeName, metav1.GetOptions{})
 	dec, err2 := deploys.Get(ctx, DeclarativeName, metav1.GetOptions{})
 	if err := firstErr(settleErr, err1, err2); err != nil {
-		add(ImperativeName+" (created, as kubectl create deployment) and "+DeclarativeName+" (applied server-side, as kubectl apply --server-side) are the same Deployment", err, "")
+		add(samePaths, err, "")
 	} else {
 		diff := CompareDeployments(imp, dec)
-		add(ImperativeName+" (created, as kubectl create deployment) and "+DeclarativeName+" (applied server-side, as kubectl apply --server-side) are the same Deployment", judgePaths(diff), diff.String())
+		add(samePaths, judgePaths(diff), diff.String())
 	}
 
 	detail, err = reapply(ctx, cs, p)
@@ -145,6 +145,9 @@ func runPractice(ctx context.Context, cs kubernetes.Interface, rep *Report, p Pr
 	add("label selector "+p.Selector+" picks exactly "+ImperativeName+"'s pods, none of "+DeclarativeName+"'s", err, detail)
 	return errs.ErrorOrNil()
 }
+
+const samePaths = ImperativeName + " (created, as kubectl create deployment) and " + DeclarativeName +
+	" (applied server-side, as kubectl apply --server-side) are the same Deployment"
 
 func firstErr(errs ...error) error {
 	for _, err := range errs {
