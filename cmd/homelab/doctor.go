@@ -27,7 +27,9 @@ func newDoctorCommand() *cobra.Command {
 		Use:   "doctor -f FILE",
 		Short: "Check the live cluster against the inventory and name what is wrong (exit 1 when something is)",
 		Long: "Reads every node over SSH, makes a TLS handshake with every address the API should answer at, " +
-			"asks etcd and the API; changes nothing. Prints a table and the causes it found, and exits 1 when a check failed.",
+			"asks etcd and the API, and names selectors that select nothing (Services without endpoints, PodDisruptionBudgets, " +
+			"NetworkPolicies and Deployments matching no pod) with the closest labels that exist; changes nothing. " +
+			"Prints a table and the causes it found, and exits 1 when a check failed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			inv, err := loadInventory(path, cmd.ErrOrStderr())

@@ -277,7 +277,13 @@ func newKubeconfigCommand() *cobra.Command {
 }
 
 func newVerifyCommand() *cobra.Command {
-	return stackCommand("verify -f FILE", "Verify the running cluster against the inventory", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+	cmd := stackCommand("verify -f FILE", "Verify the running cluster against the inventory, then run the seed's lab in namespace "+verify.Namespace, func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		return verifyAndReport(ctx, cmd, s)
 	})
+	cmd.Long = "Checks nodes, etcd, the API at every address (TLS verified per name) and a write read back from etcd; then " +
+		"asks the cluster itself, as the seed's lab does: explain " + verify.DefaultPractice().Resource + " " + verify.DefaultPractice().FieldPath +
+		" from its OpenAPI v3 document, the same Deployment created (" + verify.ImperativeName + ") and applied server-side (" +
+		verify.DeclarativeName + ") and what differs, a no-op re-apply, a refused second create, a label selector picking one " +
+		"Deployment's pods. Both Deployments are deleted afterwards; the namespace " + verify.Namespace + " stays."
+	return cmd
 }

@@ -98,6 +98,11 @@ func (e *e2e) verify(ctx context.Context, s *Stack) *verify.Report {
 	if err != nil {
 		e.t.Fatalf("verify: %v", err)
 	}
+	var out strings.Builder
+	for _, c := range rep.Checks {
+		fmt.Fprintf(&out, "  ok %s: %s\n", c.Name, c.Detail)
+	}
+	e.t.Logf("verify:\n%s", out.String())
 	return rep
 }
 
@@ -113,9 +118,11 @@ func (e *e2e) node(ctx context.Context, name, cmd string) string {
 }
 
 // TestUpInTheLab is issue 4's end-to-end run: the vip layout built with an
-// interruption after init, verified, a no-op second up, previews of
-// inventory changes, no secret in state or logs, destroy; then the
-// single-ip layout over a half-done kubeadm init left on cp-1.
+// interruption after init, verified (with the seed's lab, then each of its
+// checks made to fail, and doctor naming a selector typo: issue 21), a
+// no-op second up, previews of inventory changes, no secret in state or
+// logs, destroy; then the single-ip layout over a half-done kubeadm init
+// left on cp-1.
 func TestUpInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2E(t)
@@ -131,6 +138,7 @@ func TestUpInTheLab(t *testing.T) {
 	if !slices.Equal(rep.EtcdMembers, []string{"cp-1", "cp-2", "cp-3"}) {
 		t.Errorf("etcd members %v after an interrupted up", rep.EtcdMembers)
 	}
+	e.checkSeedLab(ctx, s)
 	e.mutating()
 
 	// Nothing changed: nothing to do, and nothing done on any node.
