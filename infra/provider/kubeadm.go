@@ -482,7 +482,7 @@ func resetPartial(ctx context.Context, c *ssh.Client, in KubeadmJoinArgs) error 
 func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
 	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
 	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client) error {
-		ms, err := readMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}

@@ -63,9 +63,10 @@ func removalProblem(members []memberHealth, id uint64) string {
 // inventory can never walk etcd down member by member in one go.
 var memberRemovals atomic.Int32
 
-// readMembers lists the members with their health, each asked at its own
-// client URL (through whatever dialer cli uses: the SSH tunnel).
-func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, error) {
+// readMembers lists the members, with their health when asked (each asked
+// at its own client URL, through whatever dialer cli uses: the SSH
+// tunnel).
+func readMembers(ctx context.Context, cli *clientv3.Client, health bool) ([]memberHealth, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
@@ -78,7 +79,7 @@ func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, err
 		if len(m.PeerURLs) > 0 {
 			mh.PeerURL = m.PeerURLs[0]
 		}
-		if mh.Started && len(m.ClientURLs) > 0 {
+		if health && mh.Started && len(m.ClientURLs) > 0 {
 			sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
 			s, err := cli.Status(sctx, m.ClientURLs[0])
 			scancel()
@@ -95,7 +96,7 @@ func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, err
 // disk); the removal must leave quorum; and it is the only removal of
 // this up.
 func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, replacing bool) error {
-	members, err := readMembers(ctx, cli)
+	members, err := readMembers(ctx, cli, true)
 	if err != nil {
 		return fmt.Errorf("reading etcd's members: %w", err)
 	}
