@@ -60,7 +60,8 @@ func removalProblem(members []memberHealth, id uint64) string {
 
 // memberRemovals counts etcd member removals in this provider process,
 // which lives for one engine run: at most one per up, so a wrong
-// inventory can never walk etcd down member by member in one go.
+// inventory can never walk etcd down member by member in one go (only a
+// destroy, consented for every node, removes them all).
 var memberRemovals atomic.Int32
 
 // readMembers lists the members, with their health when asked (each asked
@@ -119,7 +120,9 @@ func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, rep
 	if problem := removalProblem(members, m.ID); problem != "" {
 		return fmt.Errorf("refusing to remove etcd member %s: %s", who, problem)
 	}
-	if n := memberRemovals.Add(1); n > 1 {
+	// Consent for every node (destroy) is consent to take etcd down
+	// member by member; quorum still holds at every step.
+	if n := memberRemovals.Add(1); n > 1 && !consented("*") {
 		memberRemovals.Add(-1)
 		return fmt.Errorf("etcd member %s is left in place: one member change per up keeps etcd's quorum safe; run up again to remove it", who)
 	}
