@@ -47,8 +47,9 @@ type Worker struct {
 // NewCluster declares the homelab's resources in the HA bootstrap order:
 // hosts -> base files, CA files -> keepalived (the VIP answers before init)
 // -> the cluster bootstrapped (kubeadm init on one control-plane node, once)
-// -> every control-plane node a member, one at a time -> workers join in
-// parallel -> labels, taints, RuntimeClass -> etcd membership.
+// -> every control-plane node a member, one at a time; workers join in
+// parallel, alongside, once the bootstrap node serves the API -> labels,
+// taints, RuntimeClass -> etcd membership.
 //
 // No resource's identity depends on the order nodes are listed in: every
 // control-plane node gets the same kinds of resource (an init config, a
@@ -142,9 +143,11 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		}
 	}
 
-	// Workers join in parallel once every control-plane node is in.
+	// Workers join in parallel as soon as the bootstrap node serves the
+	// API, alongside the control-plane joins: a worker needs only the API
+	// through the endpoint, and adds no etcd member.
 	for _, n := range inv.Workers() {
-		if _, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), last); err != nil {
+		if _, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), planes[boot.Name].Join); err != nil {
 			return nil, err
 		}
 	}

@@ -117,8 +117,8 @@ func TestBootstrapOrder(t *testing.T) {
 	}
 	for _, w := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 		j := m.get(t, join, w)
-		if !dependsOn(j, join, "cp-3") {
-			t.Errorf("%s joins before the last control-plane node", w)
+		if !dependsOn(j, join, "cp-1") || dependsOn(j, join, "cp-2") || dependsOn(j, join, "cp-3") {
+			t.Errorf("%s does not join as soon as the bootstrap node serves the API, alongside the control-plane joins: %v", w, j.deps)
 		}
 		for _, other := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 			if other != w && dependsOn(j, join, other) {
