@@ -80,6 +80,12 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), t: t}
 	tl.InventoryPath = tl.Inventory("lab", edit)
 	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
+		// Down first: a lab partly up has nodes running, and its state is
+		// what finds them; removing the directory alone would orphan them
+		// (and fail every later test on the machine).
+		if derr := l.Down(false); derr != nil {
+			t.Logf("lab down after a failed up: %v", derr)
+		}
 		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
