@@ -80,7 +80,9 @@ var calendarPeriods = map[string]func(time.Time) time.Time{
 	"hourly": func(t time.Time) time.Time {
 		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, t.Location()).Add(time.Hour)
 	},
-	"daily": func(t time.Time) time.Time { return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, t.Location()) },
+	"daily": func(t time.Time) time.Time {
+		return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, t.Location())
+	},
 	"weekly": func(t time.Time) time.Time { // Mondays
 		days := (8 - int(t.Weekday())) % 7
 		if days == 0 {
