@@ -121,6 +121,9 @@ func sameCAs(ctx context.Context, n *node, want pins) (present bool, err error) 
 	return present, nil
 }
 
+// HistoryFile is the history's name beside the secrets bundle.
+const HistoryFile = "etcd-clusters.json"
+
 // History lists the etcd cluster IDs a cluster has had, oldest first.
 type History struct {
 	Clusters []HistoryEntry `json:"clusters"`

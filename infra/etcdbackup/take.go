@@ -205,4 +205,3 @@ func joinProblems(ps []string) string {
 	}
 	return ": " + strings.Join(ps, "; ")
 }
-
