@@ -26,7 +26,7 @@ func newEtcdCommand() *cobra.Command {
 		Use:   "etcd",
 		Short: "Save, fetch and restore the cluster's etcd data",
 	}
-	cmd.AddCommand(newEtcdSnapshotCommand(), newEtcdRestoreCommand())
+	cmd.AddCommand(newEtcdSnapshotCommand(), newEtcdRestoreCommand(), newEtcdRejoinCommand())
 	return cmd
 }
 
@@ -161,6 +161,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 			}
 			if skipUp {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nnext: homelab up -f %s (joins %s and verifies)\n", f.inventory, orNone(strings.Join(rep.Rejoin, ", ")))
+				warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
 				return nil
 			}
 			s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
@@ -173,6 +174,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 				return fmt.Errorf("the restored cluster runs; the up after it failed (run homelab up -f %s again): %w", f.inventory, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\nup after the restore took %s: %v\n", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
+			warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
 			return verifyAndReport(ctx, cmd, s)
 		},
 	}
@@ -196,4 +198,38 @@ func writeRestoreReport(w io.Writer, r *etcdbackup.RestoreReport) {
 		r.NewClusterID, orNone(strings.Join(r.OldClusterIDs, ", ")), strings.Join(members, ", "), orNone(strings.Join(r.Readded, ", ")),
 		orNone(strings.Join(r.Rejoin, ", ")), orNone(strings.Join(r.Unreachable, ", ")), r.Took.Round(time.Millisecond))
 	tw.Flush()
+}
+
+func newEtcdRejoinCommand() *cobra.Command {
+	var f stackFlags
+	cmd := &cobra.Command{
+		Use:   "rejoin -f FILE NODE",
+		Short: "Make a control-plane node that was off during a restore a fresh member of the restored etcd cluster",
+		Long: "A node unreachable during homelab etcd restore keeps its member of the lost cluster, which the restored one refuses (another " +
+			"cluster ID). rejoin sets its control plane aside, moves its etcd data to " + etcdbackup.BeforeRestoreDir + ", adds it as a learner " +
+			"through a healthy member, starts it with the members listed, promotes it and starts its control plane again.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := etcdTarget(cmd, f)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
+			defer cancel()
+			start := time.Now()
+			if err := etcdbackup.Rejoin(ctx, t, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is a member of the running etcd cluster (took %s)\n", args[0], time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func warnUnreachable(w io.Writer, inv string, rep *etcdbackup.RestoreReport) {
+	for _, n := range rep.Unreachable {
+		fmt.Fprintf(w, "%s was unreachable: its etcd member is of the lost cluster; once it is on: homelab etcd rejoin -f %s %s (or give it a new disk and run up)\n", n, inv, n)
+	}
 }

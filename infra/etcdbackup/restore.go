@@ -59,7 +59,9 @@ type RestoreReport struct {
 	Node          string
 	// Readded are the control-plane nodes re-added as fresh members;
 	// Rejoin those up must join (blank, replaced or half set up; their
-	// stale Node objects were deleted); Unreachable were not touched.
+	// stale Node objects were deleted); Unreachable were not touched:
+	// their etcd members belong to the lost cluster, which the new one
+	// refuses, until homelab etcd rejoin (or a new disk and up).
 	Readded, Rejoin, Unreachable []string
 	Members                      []Member
 	Took                         time.Duration
@@ -273,7 +275,6 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		}
 		rep.Readded = append(rep.Readded, s.Name)
 	}
-	rep.Rejoin = append(rep.Rejoin, rep.Unreachable...)
 	for _, name := range rep.Rejoin {
 		// The restored data still holds the Node of the machine that was
 		// there, Ready as of the snapshot: kubeadm join refuses to join
@@ -629,4 +630,68 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Rejoin makes a set-up control-plane node that was unreachable during a
+// restore (its etcd member still of the lost cluster) a fresh member of
+// the running cluster: its control plane set aside, its data moved aside,
+// then as Restore re-adds members. Refused while the node's member is
+// part of the running cluster, or without a healthy member to add it
+// through.
+func Rejoin(ctx context.Context, t Target, name string) error {
+	if n, ok := t.Inventory.Node(name); !ok || !n.IsControlPlane() {
+		return fmt.Errorf("%s is not a control-plane node of the inventory", name)
+	}
+	want, err := t.pins()
+	if err != nil {
+		return err
+	}
+	nodes := t.connect(ctx)
+	defer closeAll(nodes)
+	var s *nodeState
+	var cli *clientv3.Client
+	for _, n := range nodes {
+		if n.c == nil {
+			if n.Name == name {
+				return fmt.Errorf("%s is unreachable: %v", name, n.err)
+			}
+			continue
+		}
+		if _, err := sameCAs(ctx, n, want); err != nil {
+			return err
+		}
+		st, err := t.probe(ctx, n)
+		if err != nil {
+			return err
+		}
+		if n.Name == name {
+			s = st
+			continue
+		}
+		if cli == nil && st.health != nil && st.health.Healthy() {
+			if cli, err = etcdclient.ThroughSSH(ctx, n.c); err != nil {
+				return err
+			}
+			defer cli.Close()
+		}
+	}
+	if !s.member() {
+		return fmt.Errorf("%s holds no set-up control plane: homelab up joins it", name)
+	}
+	if cli == nil {
+		return fmt.Errorf("no other control-plane node's etcd member is healthy: nothing to rejoin %s to (homelab etcd restore first)", name)
+	}
+	_, members, err := Members(ctx, cli)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Name == s.flags["name"] || m.PeerURL == s.peerURL() {
+			return fmt.Errorf("%s is a member of the running etcd cluster already (%s): nothing to rejoin", name, m.ID)
+		}
+	}
+	if err := stopControlPlane(ctx, s); err != nil {
+		return err
+	}
+	return t.readd(ctx, cli, s)
 }
