@@ -160,10 +160,15 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 	// The snapshot first: a bad file is refused before any node is asked.
 	var snap *Status
 	var meta *Metadata
+	var problems []error
 	if o.From != "" {
 		rep.Source = o.From
-		if snap, meta, err = t.checkSnapshot(o.From, want); err != nil {
+		snap, meta, err = t.checkSnapshot(o.From, want)
+		if errors.Is(err, ErrNotSnapshot) || errors.Is(err, os.ErrNotExist) {
 			return nil, err
+		}
+		if err != nil {
+			problems = append(problems, err)
 		}
 	}
 
@@ -177,13 +182,17 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 			continue
 		}
 		if _, err := sameCAs(ctx, n, want); err != nil {
-			return nil, err
+			problems = append(problems, err)
+			continue
 		}
 		s, err := t.probe(ctx, n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.Name, err)
 		}
 		states = append(states, s)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("nothing was changed: %w", errors.Join(problems...))
 	}
 	if err := t.quorumLost(ctx, states, len(nodes), o.Force, rep); err != nil {
 		return nil, err
@@ -275,6 +284,12 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		}
 		rep.Readded = append(rep.Readded, s.Name)
 	}
+	if err := waitFor(ctx, 3*time.Minute, "the API at the cluster's endpoint", func() error {
+		return queryOK(ctx, target, "kubectl --kubeconfig "+adminConf+" get --raw=/readyz")
+	}); err != nil {
+		return rep, fmt.Errorf("%s: %w", target.Name, err)
+	}
+	t.logf("the API answers at the cluster's endpoint through %s", target.Name)
 	for _, name := range rep.Rejoin {
 		// The restored data still holds the Node of the machine that was
 		// there, Ready as of the snapshot: kubeadm join refuses to join
@@ -282,11 +297,6 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, "kubectl --kubeconfig "+adminConf+" delete node "+quote(name)+" --ignore-not-found --wait=false"); err != nil {
 			return rep, err
 		}
-	}
-	if err := waitFor(ctx, 3*time.Minute, "the API at the cluster's endpoint", func() error {
-		return queryOK(ctx, target, "kubectl --kubeconfig "+adminConf+" get --raw=/readyz")
-	}); err != nil {
-		return rep, fmt.Errorf("%s: %w", target.Name, err)
 	}
 	if _, rep.Members, err = Members(ctx, cli); err != nil {
 		return rep, err
@@ -443,9 +453,9 @@ func (t Target) copyRawDB(ctx context.Context, s *nodeState, local string, want 
 func stopControlPlane(ctx context.Context, s *nodeState) error {
 	var mv []string
 	for _, p := range controlPlanePods {
-		mv = append(mv, fmt.Sprintf("if [ -f %[1]s/%[3]s.yaml ]; then mv -f %[1]s/%[3]s.yaml %[2]s/; fi", manifestDir, AsideDir, p))
+		mv = append(mv, fmt.Sprintf("if [ -f %[1]s/%[3]s.yaml ]; then mkdir -p %[2]s; mv -f %[1]s/%[3]s.yaml %[2]s/; fi", manifestDir, AsideDir, p))
 	}
-	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e; mkdir -p "+AsideDir+"; "+strings.Join(mv, "; ")); err != nil {
+	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e; "+strings.Join(mv, "; ")); err != nil {
 		return err
 	}
 	return waitFor(ctx, 3*time.Minute, "etcd and the apiserver to stop", func() error {
