@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/lab"
@@ -325,6 +326,7 @@ func TestRestoreInTheLab(t *testing.T) {
 	d.verify(ctx, s)
 	d.scheduled(ctx)
 	tg := d.target(s, nil)
+	d.doctorSnapshots(ctx, tg)
 
 	fetched := filepath.Join(d.lab.Work, "fetched")
 	os.MkdirAll(fetched, 0o700)
@@ -459,6 +461,29 @@ func (d *drill) badInputs(ctx context.Context, s *stack.Stack, tg etcdbackup.Tar
 	d.refused(ctx, "no snapshot named", tg, etcdbackup.RestoreOptions{}, "--from")
 	if _, err := etcdbackup.Restore(ctx, tg, etcdbackup.RestoreOptions{FromData: "gpu-1"}); err == nil || !strings.Contains(err.Error(), "not a control-plane node") {
 		d.t.Errorf("--from-data a worker: %v", err)
+	}
+}
+
+// doctorSnapshots: doctor shows each control-plane node's newest
+// scheduled snapshot, younger than two intervals.
+func (d *drill) doctorSnapshots(ctx context.Context, tg etcdbackup.Target) {
+	d.t.Helper()
+	rep, err := doctor.Run(ctx, doctor.Target{Inventory: tg.Inventory, Bundle: tg.Bundle, PrivateKey: tg.PrivateKey, KnownHosts: tg.KnownHosts, Dial: doctor.DialFunc(netns.DialerFor(lab.GatewayNetns))})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	rows := 0
+	for _, f := range rep.Findings {
+		if f.Check != "etcd snapshot" {
+			continue
+		}
+		rows++
+		if f.Status != doctor.OK || !strings.Contains(f.Detail, "old") {
+			d.t.Errorf("doctor on %s's snapshots: %s %s", f.Where, f.Status, f.Detail)
+		}
+	}
+	if rows != 3 {
+		d.t.Errorf("doctor shows %d etcd snapshot rows, want one per control-plane node", rows)
 	}
 }
 
