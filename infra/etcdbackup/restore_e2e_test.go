@@ -34,6 +34,8 @@ import (
 
 func TestMain(m *testing.M) { labtest.Main(m) }
 
+func needE2E(t testing.TB) { labtest.Need(t, "pulumi", "kubeadm", "etcd") }
+
 // The snapshot timer's interval in the lab: short, so the test sees
 // several runs (and the retention) within a minute.
 const (
@@ -43,7 +45,7 @@ const (
 )
 
 type drill struct {
-	t        *testing.T
+	t        testing.TB
 	lab      *labtest.Lab
 	stateDir string
 	cmdLog   string
@@ -52,6 +54,31 @@ type drill struct {
 	// macs are the MACs of replaced machines, written into the inventory
 	// as a user would.
 	macs map[string]string
+}
+
+func newDrill(t testing.TB, ctx context.Context) *drill {
+	d := &drill{t: t, log: &bytes.Buffer{}, macs: map[string]string{}}
+	d.lab = labtest.Up(t, ctx, "etcd", func() { t.Logf("engine output (tail):\n%s", tail(d.log.String(), 120)) })
+	d.stateDir, d.cmdLog = filepath.Join(d.lab.Work, "state"), filepath.Join(d.lab.Work, "commands.log")
+	t.Setenv(ssh.CommandLogEnv, d.cmdLog)
+	return d
+}
+
+// replace powers nodes off, then gives each a new disk (and the MAC the
+// lab gave it, written into the inventory as a user would).
+func (d *drill) replace(ctx context.Context, nodes ...string) {
+	d.t.Helper()
+	for _, n := range nodes {
+		if err := d.lab.PowerOff(n); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if err := d.lab.Replace(ctx, n); err != nil {
+			d.t.Fatal(err)
+		}
+		d.macs[n] = d.labMAC(n)
+	}
 }
 
 func (d *drill) inventory() string {
@@ -120,7 +147,7 @@ func (d *drill) target(s *stack.Stack, bundle *pki.Bundle) etcdbackup.Target {
 		History: filepath.Join(d.stateDir, s.Inv.Cluster.Name, etcdbackup.HistoryFile), Log: testLog{d.t}}
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -313,14 +340,10 @@ func (d *drill) scheduled(ctx context.Context) {
 // from a surviving member's raw db with one node left, the third back
 // later and rejoined.
 func TestRestoreInTheLab(t *testing.T) {
-	labtest.Need(t, "pulumi", "kubeadm", "etcd")
+	needE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	d := &drill{t: t, log: &bytes.Buffer{}, macs: map[string]string{}}
-	d.lab = labtest.Up(t, ctx, "etcd", func() { t.Logf("engine output (tail):\n%s", tail(d.log.String(), 120)) })
-	d.stateDir, d.cmdLog = filepath.Join(d.lab.Work, "state"), filepath.Join(d.lab.Work, "commands.log")
-	t.Setenv(ssh.CommandLogEnv, d.cmdLog)
-
+	d := newDrill(t, ctx)
 	s := d.open(ctx)
 	d.up(ctx, s)
 	d.verify(ctx, s)
@@ -356,18 +379,8 @@ func TestRestoreInTheLab(t *testing.T) {
 	d.badInputs(ctx, s, tg, snap)
 
 	// Two control-plane nodes lose power and get new disks: quorum is gone.
-	for _, n := range []string{"cp-2", "cp-3"} {
-		if err := d.lab.PowerOff(n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d.replace(ctx, "cp-2", "cp-3")
 	lost := time.Now()
-	for _, n := range []string{"cp-2", "cp-3"} {
-		if err := d.lab.Replace(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		d.macs[n] = d.labMAC(n)
-	}
 	s = d.open(ctx)
 	tg = d.target(s, nil)
 	rep, err := etcdbackup.Restore(ctx, tg, etcdbackup.RestoreOptions{From: snap})
