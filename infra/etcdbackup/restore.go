@@ -450,12 +450,27 @@ func (t Target) copyRawDB(ctx context.Context, s *nodeState, local string, want 
 	return st, nil
 }
 
-func stopControlPlane(ctx context.Context, s *nodeState) error {
+// asideScript moves the control plane's manifests aside (the kubelet
+// stops their pods).
+func asideScript() string {
 	var mv []string
 	for _, p := range controlPlanePods {
 		mv = append(mv, fmt.Sprintf("if [ -f %[1]s/%[3]s.yaml ]; then mkdir -p %[2]s; mv -f %[1]s/%[3]s.yaml %[2]s/; fi", manifestDir, AsideDir, p))
 	}
-	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e; "+strings.Join(mv, "; ")); err != nil {
+	return strings.Join(mv, "\n")
+}
+
+// backScript puts manifests back, removing the aside directory once empty.
+func backScript(pods ...string) string {
+	var mv []string
+	for _, p := range pods {
+		mv = append(mv, fmt.Sprintf("if [ -f %[2]s/%[3]s.yaml ]; then mv -f %[2]s/%[3]s.yaml %[1]s/; fi", manifestDir, AsideDir, p))
+	}
+	return strings.Join(mv, "\n") + "\nrmdir " + AsideDir + " 2>/dev/null || true"
+}
+
+func stopControlPlane(ctx context.Context, s *nodeState) error {
+	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e\n"+asideScript()); err != nil {
 		return err
 	}
 	return waitFor(ctx, 3*time.Minute, "etcd and the apiserver to stop", func() error {
@@ -518,11 +533,7 @@ rm -f ` + upload
 }
 
 func putBack(ctx context.Context, s *nodeState, pods ...string) error {
-	var mv []string
-	for _, p := range pods {
-		mv = append(mv, fmt.Sprintf("if [ -f %[2]s/%[3]s.yaml ]; then mv -f %[2]s/%[3]s.yaml %[1]s/; fi", manifestDir, AsideDir, p))
-	}
-	_, err := mustRun(ctx, s, "putting back "+strings.Join(pods, ", "), strings.Join(mv, "; ")+"; rmdir "+AsideDir+" 2>/dev/null; true")
+	_, err := mustRun(ctx, s, "putting back "+strings.Join(pods, ", "), "set -e\n"+backScript(pods...))
 	return err
 }
 
