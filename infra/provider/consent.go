@@ -23,6 +23,8 @@ const EnvAllowDestroy = "HOMELAB_ALLOW_DESTROY"
 // homelab CLI can list them after the engine's run.
 const RefusedMarker = "DESTRUCTIVE, refused:"
 
+// consented reports whether the user allowed destructive steps on node;
+// consented("*") whether they allowed them on every node.
 func consented(node string) bool {
 	allowed := strings.Split(os.Getenv(EnvAllowDestroy), ",")
 	for i := range allowed {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -46,11 +45,6 @@ func (e *EtcdMembers) Annotate(a infer.Annotator) {
 	a.SetToken("index", "EtcdMembers")
 }
 
-type liveMember struct {
-	id uint64
-	EtcdMember
-}
-
 // withEtcd runs fn with a client to etcd on the first reachable node.
 func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) error) error {
 	var errs []error
@@ -82,30 +76,13 @@ func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
 	return etcdclient.ThroughSSH(ctx, c)
 }
 
-func listMembers(ctx context.Context, cli *clientv3.Client) ([]liveMember, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []liveMember
-	for _, m := range resp.Members {
-		url := ""
-		if len(m.PeerURLs) > 0 {
-			url = m.PeerURLs[0]
-		}
-		out = append(out, liveMember{id: m.ID, EtcdMember: EtcdMember{Name: m.Name, PeerURL: url}})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func plain(ms []liveMember) []EtcdMember {
+// plain is the member list as the state records it, by name.
+func plain(ms []memberHealth) []EtcdMember {
 	out := []EtcdMember{}
 	for _, m := range ms {
-		out = append(out, m.EtcdMember)
+		out = append(out, EtcdMember{Name: m.Name, PeerURL: m.PeerURL})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -115,9 +92,9 @@ func plain(ms []liveMember) []EtcdMember {
 // member that has not started yet (empty name) is left alone: it is a join
 // in progress.
 func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, error) {
-	var live []liveMember
+	var live []memberHealth
 	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client) error {
-		ms, err := readMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}
@@ -142,7 +119,7 @@ func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, err
 				}
 			}
 		}
-		live, err = listMembers(ctx, cli)
+		live, err = readMembers(ctx, cli, false)
 		return errors.Join(append(errs, err)...)
 	})
 	return plain(live), err
@@ -168,7 +145,7 @@ func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersAr
 		via = st.Via
 	}
 	err := withEtcd(ctx, via, func(cli *clientv3.Client) error {
-		ms, err := listMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		st.Live = plain(ms)
 		return err
 	})

@@ -142,6 +142,11 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	}
 	defer c.Close()
 	node := in.Connection.Node
+	// An init an earlier up started and did not see end runs on: its
+	// outcome decides, never a reset under it.
+	if err := settleDetached(ctx, c, node, initRun, "kubeadm init"); err != nil {
+		p.GetLogger(ctx).Warningf("%v", err)
+	}
 	state, _, err := query(ctx, c, initState())
 	if err != nil {
 		return err
@@ -186,7 +191,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 		}
 		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
 			" && touch " + initMarker
-		if _, err := runDetached(ctx, c, node, "kubeadm-init", "kubeadm init", cmd); err != nil {
+		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", cmd); err != nil {
 			return err
 		}
 		if err := deleteInitTokens(context.WithoutCancel(ctx), c, node); err != nil {
@@ -365,7 +370,11 @@ func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJo
 	return infer.CreateResponse[KubeadmJoinState]{ID: in.Connection.Node, Output: st}, runJoin(ctx, in)
 }
 
-const joinRun = "kubeadm-join"
+// The detached runs' names on the node (runDetached).
+const (
+	initRun = "kubeadm-init"
+	joinRun = "kubeadm-join"
+)
 
 func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	c, err := dial(ctx, in.Connection)
@@ -473,7 +482,7 @@ func resetPartial(ctx context.Context, c *ssh.Client, in KubeadmJoinArgs) error 
 func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
 	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
 	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client) error {
-		ms, err := readMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}

@@ -60,12 +60,14 @@ func removalProblem(members []memberHealth, id uint64) string {
 
 // memberRemovals counts etcd member removals in this provider process,
 // which lives for one engine run: at most one per up, so a wrong
-// inventory can never walk etcd down member by member in one go.
+// inventory can never walk etcd down member by member in one go (only a
+// destroy, consented for every node, removes them all).
 var memberRemovals atomic.Int32
 
-// readMembers lists the members with their health, each asked at its own
-// client URL (through whatever dialer cli uses: the SSH tunnel).
-func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, error) {
+// readMembers lists the members, with their health when asked (each asked
+// at its own client URL, through whatever dialer cli uses: the SSH
+// tunnel).
+func readMembers(ctx context.Context, cli *clientv3.Client, health bool) ([]memberHealth, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
@@ -78,7 +80,7 @@ func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, err
 		if len(m.PeerURLs) > 0 {
 			mh.PeerURL = m.PeerURLs[0]
 		}
-		if mh.Started && len(m.ClientURLs) > 0 {
+		if health && mh.Started && len(m.ClientURLs) > 0 {
 			sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
 			s, err := cli.Status(sctx, m.ClientURLs[0])
 			scancel()
@@ -95,7 +97,7 @@ func readMembers(ctx context.Context, cli *clientv3.Client) ([]memberHealth, err
 // disk); the removal must leave quorum; and it is the only removal of
 // this up.
 func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, replacing bool) error {
-	members, err := readMembers(ctx, cli)
+	members, err := readMembers(ctx, cli, true)
 	if err != nil {
 		return fmt.Errorf("reading etcd's members: %w", err)
 	}
@@ -118,7 +120,9 @@ func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, rep
 	if problem := removalProblem(members, m.ID); problem != "" {
 		return fmt.Errorf("refusing to remove etcd member %s: %s", who, problem)
 	}
-	if n := memberRemovals.Add(1); n > 1 {
+	// Consent for every node (destroy) is consent to take etcd down
+	// member by member; quorum still holds at every step.
+	if n := memberRemovals.Add(1); n > 1 && !consented("*") {
 		memberRemovals.Add(-1)
 		return fmt.Errorf("etcd member %s is left in place: one member change per up keeps etcd's quorum safe; run up again to remove it", who)
 	}

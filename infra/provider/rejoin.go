@@ -45,7 +45,7 @@ func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in Kub
 	}
 	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
 	return withEtcd(ctx, in.Peers, func(cli *clientv3.Client) error {
-		ms, err := readMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 )
@@ -50,7 +51,13 @@ func clearStaleLocks(backendURL string, progress func(string, ...any)) error {
 		if err := syscall.Kill(lock.Pid, 0); err == syscall.ESRCH {
 			// The CLI is gone, but a provider it started may live on and
 			// still be acting on nodes: a new run must not overlap it.
-			if orphans := orphanProviders(); len(orphans) > 0 {
+			// Such a provider exits within a second of its CLI; give it a
+			// little longer before calling it stuck.
+			orphans := orphanProviders()
+			for wait := time.Now().Add(10 * time.Second); len(orphans) > 0 && time.Now().Before(wait); orphans = orphanProviders() {
+				time.Sleep(500 * time.Millisecond)
+			}
+			if len(orphans) > 0 {
 				return fmt.Errorf("the stack's lock belongs to pulumi process %d, which is gone, but its provider (PID %v) still runs, finishing node steps: wait for it to exit (or kill it), then run again", lock.Pid, orphans)
 			}
 			progress("removing a stale lock of pulumi process %d, which is gone (an interrupted run)\n", lock.Pid)

@@ -292,7 +292,11 @@ func DiscoveryConfig(inv *inventory.Inventory, caPEM []byte) ([]byte, error) {
 			Name:    name,
 			Cluster: clientcmdv1.Cluster{Server: "https://" + inv.Endpoint(), CertificateAuthorityData: caPEM},
 		}},
-		Contexts:       []clientcmdv1.NamedContext{{Name: name, Context: clientcmdv1.Context{Cluster: name}}},
+		// kubeadm validates the file as a kubeconfig, which wants a user:
+		// one without credentials, so discovery reads cluster-info
+		// anonymously and the join authenticates with its token.
+		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: "discovery"}},
+		Contexts:       []clientcmdv1.NamedContext{{Name: name, Context: clientcmdv1.Context{Cluster: name, AuthInfo: "discovery"}}},
 		CurrentContext: name,
 	}
 	return yaml.Marshal(cfg)
