@@ -9,12 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 func freePort(t *testing.T) int {
@@ -123,6 +126,8 @@ func TestSaveCheckRestore(t *testing.T) {
 		t.Errorf("sha256 line: %q", sum)
 	}
 
+	checkIdentity(t, path, meta)
+
 	data, _ := os.ReadFile(path)
 	bad := map[string][]byte{
 		"truncated": data[:len(data)/2],
@@ -174,4 +179,58 @@ func TestSaveCheckRestore(t *testing.T) {
 	if got.Count != 50 || got.Header.Revision < RevisionBump {
 		t.Errorf("restored: %d keys at revision %d, want the snapshot's 50 past %d", got.Count, got.Header.Revision, RevisionBump)
 	}
+}
+
+// checkIdentity: a snapshot is the bundle's cluster's by its metadata (the
+// CA pins, the cluster name, its checksum); without metadata it stands on
+// its embedded checksum and data.
+func checkIdentity(t *testing.T, path string, meta *Metadata) {
+	b, err := pki.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := pki.New()
+	tg := Target{Inventory: &inventory.Inventory{Cluster: inventory.Cluster{Name: "homelab"}}, Bundle: b}
+	want, err := tg.pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := *meta
+	good.EtcdCA, good.ClusterCA = want.etcd, want.cluster
+	for _, c := range []struct {
+		name  string
+		edit  func(m *Metadata)
+		tg    Target
+		words string
+	}{
+		{"this cluster's", func(m *Metadata) {}, tg, ""},
+		{"another bundle", func(m *Metadata) {}, Target{Inventory: tg.Inventory, Bundle: other}, "other CAs"},
+		{"another cluster name", func(m *Metadata) { m.Cluster = "lab2" }, tg, "cluster lab2"},
+		{"changed since", func(m *Metadata) { m.SHA256 = "00" }, tg, "changed since"},
+	} {
+		m := good
+		c.edit(&m)
+		if err := writeSidecars(path, &m); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := c.tg.checkSnapshot(path, mustPins(t, c.tg))
+		if (c.words == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	os.Remove(MetadataPath(path))
+	if _, m, err := tg.checkSnapshot(path, want); err != nil || m != nil {
+		t.Errorf("without metadata: %v %v", m, err)
+	}
+	if err := writeSidecars(path, meta); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustPins(t *testing.T, tg Target) pins {
+	p, err := tg.pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
