@@ -202,7 +202,12 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		return nil, err
 	}
 	if meta != nil && meta.ClusterID != "" {
-		known := append(history.ids(), rep.OldClusterIDs...)
+		known := history.ids()
+		for _, id := range rep.OldClusterIDs {
+			if !contains(known, id) {
+				known = append(known, id)
+			}
+		}
 		if len(known) > 0 && !contains(known, meta.ClusterID) {
 			return nil, fmt.Errorf("%s is a snapshot of etcd cluster %s, and this cluster has been %s: a snapshot of another cluster",
 				o.From, meta.ClusterID, strings.Join(known, ", "))
