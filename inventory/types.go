@@ -44,6 +44,7 @@ type Cluster struct {
 	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
 	Cilium            Cilium    `json:"cilium,omitempty" yaml:"cilium"`
 	GPU               GPU       `json:"gpu" yaml:"gpu"`
+	Etcd              Etcd      `json:"etcd,omitempty" yaml:"etcd"`
 	ExtraSANs         []string  `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`

@@ -95,6 +95,18 @@ func TestBadInventories(t *testing.T) {
 		{name: "version too old for v1beta4", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.29.3" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version too new", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v2.0.0" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version garbage", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "vlatest" }, want: []string{"cluster.kubernetesVersion"}},
+		{name: "snapshot schedule garbage", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "every night", "keep": 3}}
+		}, want: []string{"cluster.etcd.snapshots.schedule"}},
+		{name: "snapshot schedule too short and keep zero", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "2s", "keep": -1}}
+		}, want: []string{"cluster.etcd.snapshots.keep", "cluster.etcd.snapshots.schedule"}},
+		{name: "snapshot keep too many", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "daily", "keep": 5000}}
+		}, want: []string{"cluster.etcd.snapshots.keep"}},
+		{name: "snapshot unknown field", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"interval": "6h"}}
+		}, want: []string{"cluster.etcd.snapshots.interval"}},
 		{name: "cilium chart not an archive", mutate: func(m map[string]any) { at(m, "cluster")["cilium"] = map[string]any{"chart": "/srv/charts/cilium"} }, want: []string{"cluster.cilium.chart"}},
 		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},

@@ -14,6 +14,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/keepalived"
@@ -140,6 +141,11 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 	if n.IsControlPlane() {
 		files = append(files, s.caFiles...)
 		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true})
+		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, snapshots...)
 		if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			conf, err := keepalived.Config(inv, n, s.vrrpPassword)
 			if err != nil {

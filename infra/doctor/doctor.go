@@ -108,7 +108,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "selector"}
+var order = []string{"node", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
 
 func rank(check string) int {
 	for i, c := range order {
@@ -179,6 +179,9 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 	d.checkVIP()
 	for _, n := range t.Inventory.Nodes {
 		d.checkNode(n)
+		if f := d.nodes[n.Name]; f.reached {
+			d.checkSnapshots(n, f)
+		}
 	}
 	wg.Add(3)
 	go func() { defer wg.Done(); d.checkAPITLS(ctx) }()

@@ -265,6 +265,9 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 		}
 		cp.Keepalived = svc
 	}
+	if err := declareSnapshotTimer(ctx, cp, conn, n.Name, files, nf); err != nil {
+		return nil, nil, err
+	}
 	return cp, nf.all, nil
 }
 

@@ -128,6 +128,9 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 		if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			requires = append(requires, "keepalived")
 		}
+		if cfg.Inventory.Cluster.Etcd.Snapshots != nil {
+			requires = append(requires, snapshotRequires...)
+		}
 	}
 	pin, err := cfg.Bundle.CACertHash()
 	if err != nil {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,25 +70,10 @@ func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) e
 	return fmt.Errorf("no control-plane node's etcd answered: %v", errs)
 }
 
+// etcdThrough is a client of the node's own etcd member through the SSH
+// connection (infra/etcdclient, shared with the CLI's etcd commands).
 func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
-	read := func(path string) ([]byte, error) { return c.Read(ctx, path) }
-	caPEM, err := read("/etc/kubernetes/pki/etcd/ca.crt")
-	if err != nil {
-		return nil, err
-	}
-	crt, err := read("/etc/kubernetes/pki/apiserver-etcd-client.crt")
-	if err != nil {
-		return nil, err
-	}
-	key, err := read("/etc/kubernetes/pki/apiserver-etcd-client.key")
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		return nil, err
-	}
-	return etcdclient.New(ctx, []string{"https://127.0.0.1:2379"}, caPEM, pair, c.DialContext)
+	return etcdclient.ThroughSSH(ctx, c)
 }
 
 // plain is the member list as the state records it, by name.
