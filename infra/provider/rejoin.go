@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 
@@ -33,7 +34,17 @@ func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in Kub
 	}
 	if found, ready, _ := strings.Cut(strings.TrimSpace(out), " "); found != "" {
 		if ready == "True" && !consented(node) {
-			return refused(node, "deleting Node "+node, "delete a Ready Node while this machine is blank: another machine runs as "+node+"? Its pods would lose their node")
+			// A Node stays Ready for the node-monitor grace period after its
+			// machine went; whether a kubelet still runs under the name is
+			// told by its Lease, renewed every quarter of its duration.
+			alive, err := leaseRenewed(ctx, cl, clNode, node)
+			if err != nil {
+				return err
+			}
+			if alive {
+				return refused(node, "deleting Node "+node, "delete a Ready Node whose kubelet still renews its lease while this machine is blank: another machine runs as "+node+"? Its pods would lose their node")
+			}
+			p.GetLogger(ctx).Infof("%s: its Node is still Ready but its lease was not renewed: the previous machine is gone", node)
 		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
 		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
@@ -58,6 +69,47 @@ func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in Kub
 		}
 		return nil
 	})
+}
+
+// leaseRenewed watches the node's Lease in kube-node-lease for a little
+// longer than its renew interval (a quarter of its duration, as the kubelet
+// renews it) and reports whether its renewTime moved.
+func leaseRenewed(ctx context.Context, cl *ssh.Client, clNode, node string) (bool, error) {
+	read := func() (renew string, duration int, err error) {
+		out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
+		if err != nil {
+			return "", 0, err
+		}
+		if code != 0 {
+			return "", 0, fmt.Errorf("%s: reading the Lease of %s through the API failed (exit %d)", clNode, node, code)
+		}
+		renew, secs, _ := strings.Cut(strings.TrimSpace(out), " ")
+		fmt.Sscan(secs, &duration)
+		return renew, duration, nil
+	}
+	first, duration, err := read()
+	if err != nil || first == "" {
+		return false, err
+	}
+	if duration <= 0 {
+		duration = 40
+	}
+	deadline := time.Now().Add(time.Duration(duration)*time.Second/4 + 5*time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		now, _, err := read()
+		if err != nil {
+			return false, err
+		}
+		if now != first {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // livePeer is the first peer whose control plane answers: the cluster
