@@ -48,7 +48,10 @@ type Lab struct {
 	Dir, Work string
 	// InventoryPath is inventory/lab.yaml as this lab needs it.
 	InventoryPath string
-	t             testing.TB
+	// base is UpWith's edit: every variant starts from the lab's own
+	// nodes, not from the file's.
+	base func(string) string
+	t    testing.TB
 }
 
 // Up locks the machine, brings a lab up from inventory/lab.yaml in a new
@@ -77,8 +80,8 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), t: t}
-	tl.InventoryPath = tl.Inventory("lab", edit)
+	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), base: edit, t: t}
+	tl.InventoryPath = tl.Inventory("lab", nil)
 	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
 		// Down first: a lab partly up has nodes running, and its state is
 		// what finds them; removing the directory alone would orphan them
@@ -106,8 +109,9 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 	return tl
 }
 
-// Inventory writes inventory/lab.yaml with this lab's SSH key and
-// known_hosts, edited by edit (nil: as it is), as NAME.yaml in Work.
+// Inventory writes inventory/lab.yaml as UpWith edited it, with this lab's
+// SSH key and known_hosts, edited by edit (nil: as it is), as NAME.yaml in
+// Work.
 func (l *Lab) Inventory(name string, edit func(string) string) string {
 	l.t.Helper()
 	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
@@ -116,6 +120,9 @@ func (l *Lab) Inventory(name string, edit func(string) string) string {
 	}
 	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", l.KeyPath())
 	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", l.KnownHostsPath())
+	if l.base != nil {
+		s = l.base(s)
+	}
 	if edit != nil {
 		s = edit(s)
 	}
