@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,6 +199,41 @@ func TestLabUpDown(t *testing.T) {
 		}
 		if out := run("gpu-4", "cat /var/lib/lab-mark"); out != "kept" {
 			t.Errorf("after power-on: %q", out)
+		}
+	})
+
+	t.Run("cut keeps the node running off the network", func(t *testing.T) {
+		run("gpu-4", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo started")
+		if err := l.Cut("gpu-4"); err != nil {
+			t.Fatal(err)
+		}
+		procs, err := l.Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(procs["gpu-4"], "sshd") || !slices.Contains(procs["gpu-4"], "sleep") {
+			t.Errorf("gpu-4's processes while cut: %v", procs["gpu-4"])
+		}
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		if _, err := l.Run(sctx, "gpu-4", "true"); err == nil {
+			t.Error("ssh to a cut-off node worked")
+		}
+		scancel()
+		out, _ := exec.Command("ip", "-n", NetnsName("gpu-4"), "-o", "link", "show", "eth0").CombinedOutput()
+		if !strings.Contains(string(out), "NO-CARRIER") {
+			t.Errorf("a cut-off node's eth0 has its carrier: %s", out)
+		}
+		if h, err := l.Holders("10.77.0.133"); err != nil || strings.Join(h, " ") != "gpu-4" {
+			t.Errorf("holders of gpu-4's address: %v %v", h, err)
+		}
+		if err := l.Uncut("gpu-4"); err != nil {
+			t.Fatal(err)
+		}
+		if out := run("gpu-4", "pgrep -c sleep"); out != "1" {
+			t.Errorf("after uncut: %q sleep processes", out)
+		}
+		if err := l.Cut("gpu-9"); err == nil {
+			t.Error("cut of an unknown node accepted")
 		}
 	})
 

@@ -57,6 +57,8 @@ type NodeState struct {
 	// HostKey is the node's sshd public key in authorized_keys form.
 	HostKey string `json:"hostKey"`
 	Power   string `json:"power"` // on | off
+	// Cut is set while the node's cable is pulled (Cut, Uncut).
+	Cut bool `json:"cut,omitempty"`
 	// Unshare is the process the lab started (it holds the node's
 	// namespaces); Init is PID 1 inside the node. Both host PIDs.
 	Unshare *Proc `json:"unshare,omitempty"`
