@@ -463,7 +463,7 @@ func (s *sampler) finish(stop func(), windowEnd time.Duration) {
 			r.Silent = back - down
 		}
 	}
-	r.Splits = splits(s.holders)
+	r.Splits = splits(s.holders, time.Duration(s.inv.Cluster.VRRP.AdvertIntervalMs)*time.Millisecond)
 }
 
 // awaitHandback watches the VIP after recovery: until the expected holder

@@ -126,9 +126,12 @@ func holderSamples(sets ...string) []Sample {
 
 func TestSplitsAndHandback(t *testing.T) {
 	h := holderSamples("cp-1", "cp-1", "", "cp-2", "cp-1 cp-2", "cp-1 cp-2", "cp-2", "cp-2", "cp-1", "cp-1")
-	sp := splits(h)
-	if len(sp) != 1 || sp[0].From != 400*time.Millisecond || sp[0].To != 500*time.Millisecond || strings.Join(sp[0].Holders, " ") != "cp-1 cp-2" {
+	sp := splits(h, 400*time.Millisecond)
+	if len(sp) != 1 || sp[0].From != 400*time.Millisecond || sp[0].To != 500*time.Millisecond || strings.Join(sp[0].Holders, " ") != "cp-1 cp-2" || !sp[0].Handover {
 		t.Errorf("splits %+v", sp)
+	}
+	if sp := splits(h, 50*time.Millisecond); len(sp) != 1 || sp[0].Handover {
+		t.Errorf("100 ms of two holders with 50 ms adverts is a split brain: %+v", sp)
 	}
 	// Restored at 600 ms: cp-2 held it, cp-1 took it at 800 ms while the
 	// endpoint missed two probes.

@@ -29,8 +29,10 @@ type Figures struct {
 	// HandbackAt and HandbackGap: per drill whose VIP moved after recovery.
 	HandbackAt  []time.Duration `json:"handbackAt,omitempty"`
 	HandbackGap []time.Duration `json:"handbackGap,omitempty"`
-	// SplitDrills counts drills that saw two holders at once.
+	// SplitDrills counts drills that saw a split brain (two holders for
+	// longer than a handover), Handovers the handover overlaps seen.
 	SplitDrills int `json:"splitDrills"`
+	Handovers   int `json:"handovers"`
 }
 
 // Summarize groups results by layout and failure, in order of first
@@ -65,7 +67,15 @@ func Summarize(results []*Result) []Figures {
 			f.HandbackAt = append(f.HandbackAt, h.At)
 			f.HandbackGap = append(f.HandbackGap, h.Gap)
 		}
-		if len(r.Splits) > 0 {
+		brain := false
+		for _, sp := range r.Splits {
+			if sp.Handover {
+				f.Handovers++
+			} else {
+				brain = true
+			}
+		}
+		if brain {
 			f.SplitDrills++
 		}
 	}
@@ -123,6 +133,9 @@ func WriteSummary(w io.Writer, figs []Figures) error {
 		split := "none"
 		if f.SplitDrills > 0 {
 			split = fmt.Sprintf("in %d/%d drills", f.SplitDrills, f.Drills)
+		}
+		if f.Handovers > 0 {
+			split += fmt.Sprintf(" (%d handover overlaps)", f.Handovers)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Layout, f.Failure, f.Drills, fo, p50max(f.Silent), strings.Join(nr, ", "), p50max(f.HandbackAt), p50max(f.HandbackGap), split)
 	}

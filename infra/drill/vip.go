@@ -21,6 +21,11 @@ type Split struct {
 	From    time.Duration `json:"from"`
 	To      time.Duration `json:"to"`
 	Holders []string      `json:"holders"`
+	// Handover: shorter than one advert interval, the overlap VRRP
+	// preemption itself makes (the new master adds the VIP, the old one
+	// drops it when the new master's first advert reaches it), not a split
+	// brain.
+	Handover bool `json:"handover,omitempty"`
 }
 
 // Handback is what the VIP did once the failed nodes were back.
@@ -68,8 +73,9 @@ func failover(endpoint []Sample, from, until time.Duration) (down, back time.Dur
 // or two on its cached health before it fails for good.
 const backForGood = 2 * time.Second
 
-// splits finds every stretch of samples with more than one holder.
-func splits(holders []Sample) []Split {
+// splits finds every stretch of samples with more than one holder; one
+// shorter than advert is a handover.
+func splits(holders []Sample, advert time.Duration) []Split {
 	var out []Split
 	var cur *Split
 	for _, s := range holders {
@@ -83,6 +89,9 @@ func splits(holders []Sample) []Split {
 		}
 		out = append(out, Split{From: s.At, To: s.At, Holders: s.Holders})
 		cur = &out[len(out)-1]
+	}
+	for i := range out {
+		out[i].Handover = out[i].To-out[i].From < advert
 	}
 	return out
 }
