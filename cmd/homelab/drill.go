@@ -164,8 +164,12 @@ with compare's prediction. It exits 1 when any cell differs.`,
 			}
 			figs := drill.Summarize(results)
 			if len(results) > 1 {
-				fmt.Fprintln(report)
-				drill.WriteSummary(report, figs)
+				summary := report
+				if asJSON {
+					summary = progress
+				}
+				fmt.Fprintln(summary)
+				drill.WriteSummary(summary, figs)
 			}
 			if svgPath != "" {
 				if err := createFile(svgPath, func(w io.Writer) error { return drill.WriteSVG(w, results) }); err != nil {
