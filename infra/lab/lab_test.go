@@ -65,6 +65,20 @@ func TestLinkNamesFitAndDiffer(t *testing.T) {
 	}
 }
 
+func TestProgramOf(t *testing.T) {
+	for cmdline, want := range map[string]string{
+		"/usr/bin/kube-apiserver\x00--advertise-address=10.77.0.120\x00": "kube-apiserver",
+		"kubelet\x00--config=/var/lib/kubelet/config.yaml\x00":           "kubelet",
+		"sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups":        "sshd",
+		"/usr/sbin/keepalived\x00--dont-fork\x00":                        "keepalived",
+		"": "",
+	} {
+		if got := programOf([]byte(cmdline)); got != want {
+			t.Errorf("%q: %q, want %q", cmdline, got, want)
+		}
+	}
+}
+
 func TestRandomMACIsLocalUnicast(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		m, err := net.ParseMAC(randomMAC())

@@ -47,20 +47,26 @@ func (l *Lab) Processes() (map[string][]string, error) {
 	return out, nil
 }
 
-// programName is the base name of a process's argv[0], or its comm when
-// the command line is empty (a kernel thread, an exiting process). A
-// program that rewrites its title ("sshd: /usr/sbin/sshd -D [listener]")
-// is named by the title's first word.
+// programName is the program a process runs, or its comm when its
+// command line is empty (a kernel thread, an exiting process).
 func programName(pid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && len(data) > 0 {
-		arg0, _, _ := strings.Cut(string(data), "\x00")
-		arg0, _, _ = strings.Cut(arg0, " ")
-		if arg0 = strings.TrimSuffix(arg0, ":"); arg0 != "" {
-			return filepath.Base(arg0)
-		}
+	if name := programOf(data); err == nil && name != "" {
+		return name
 	}
 	return procName(pid)
+}
+
+// programOf is the base name of a command line's argv[0]. A program that
+// rewrites its title ("sshd: /usr/sbin/sshd -D [listener]", one string)
+// is named by the title's first word.
+func programOf(cmdline []byte) string {
+	arg0, _, _ := strings.Cut(string(cmdline), "\x00")
+	arg0, _, _ = strings.Cut(arg0, " ")
+	if arg0 = strings.TrimSuffix(arg0, ":"); arg0 == "" {
+		return ""
+	}
+	return filepath.Base(arg0)
 }
 
 // Holders lists the powered-on nodes that have addr on an interface (the
