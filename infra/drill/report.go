@@ -69,7 +69,11 @@ func WriteTimeline(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintln(w)
 	if r.Layout == "vip" {
-		fmt.Fprintf(w, "VIP: the LAN reaches %s; on the interfaces of %s\n", orNone(r.VIPHolder), orNone(strings.Join(r.VIPHolders, " and ")))
+		fmt.Fprintf(w, "VIP: the LAN reaches %s; on the interfaces of %s", orNone(r.VIPHolder), orNone(strings.Join(r.VIPHolders, " and ")))
+		if r.VIPMoved > 0 {
+			fmt.Fprintf(w, "; another node took it at %s", secs(r.VIPMoved))
+		}
+		fmt.Fprintln(w)
 		brains := 0
 		for _, sp := range r.Splits {
 			if sp.Handover {

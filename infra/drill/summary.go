@@ -22,6 +22,8 @@ type Figures struct {
 	Failover []time.Duration `json:"failover"`
 	Silent   []time.Duration `json:"silent"`
 	Never    int             `json:"neverStopped"`
+	// VIPMoved: when another node took the VIP, per drill where one did.
+	VIPMoved []time.Duration `json:"vipMoved,omitempty"`
 	Lost     int             `json:"notBackInWindow"`
 	// NotReady: per Node, when it turned NotReady, one entry per drill
 	// that saw it.
@@ -59,6 +61,9 @@ func Summarize(results []*Result) []Figures {
 		default:
 			f.Failover = append(f.Failover, r.Failover)
 			f.Silent = append(f.Silent, r.Silent)
+		}
+		if r.VIPMoved > 0 {
+			f.VIPMoved = append(f.VIPMoved, r.VIPMoved)
 		}
 		for n, d := range r.NotReady {
 			f.NotReady[n] = append(f.NotReady[n], d)
@@ -110,7 +115,7 @@ func p50max(ds []time.Duration) string {
 // WriteSummary prints one row per failure: the figures over its drills.
 func WriteSummary(w io.Writer, figs []Figures) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "layout\tfailure\tdrills\tAPI through the endpoint again, p50 / max\tendpoint silent, p50 / max\tNodes NotReady (p50)\thandback at, p50 / max\thandback gap, p50 / max\tsplit brain")
+	fmt.Fprintln(tw, "layout\tfailure\tdrills\tAPI through the endpoint again, p50 / max\tendpoint silent, p50 / max\tVIP moved, p50 / max\tNodes NotReady (p50)\thandback at, p50 / max\thandback gap, p50 / max\tsplit brain")
 	for _, f := range figs {
 		fo := p50max(f.Failover)
 		var extra []string
@@ -137,7 +142,7 @@ func WriteSummary(w io.Writer, figs []Figures) error {
 		if f.Handovers > 0 {
 			split += fmt.Sprintf(" (%d handover overlaps)", f.Handovers)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Layout, f.Failure, f.Drills, fo, p50max(f.Silent), strings.Join(nr, ", "), p50max(f.HandbackAt), p50max(f.HandbackGap), split)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Layout, f.Failure, f.Drills, fo, p50max(f.Silent), p50max(f.VIPMoved), strings.Join(nr, ", "), p50max(f.HandbackAt), p50max(f.HandbackGap), split)
 	}
 	return tw.Flush()
 }

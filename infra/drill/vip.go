@@ -73,6 +73,23 @@ func failover(endpoint []Sample, from, until time.Duration) (down, back time.Dur
 // or two on its cached health before it fails for good.
 const backForGood = 2 * time.Second
 
+// vipMoved is when a node other than the holder before the failure first
+// had the VIP: keepalived's own failover, whether or not the endpoint
+// stopped answering meanwhile; -1 when none did.
+func vipMoved(holders []Sample, before string) time.Duration {
+	for _, s := range holders {
+		if s.At < 0 {
+			continue
+		}
+		for _, h := range s.Holders {
+			if h != before {
+				return s.At
+			}
+		}
+	}
+	return -1
+}
+
 // splits finds every stretch of samples with more than one holder; one
 // shorter than advert is a handover.
 func splits(holders []Sample, advert time.Duration) []Split {
