@@ -366,6 +366,11 @@ func (s *sampler) before(ctx context.Context) error {
 	if !s.write(ctx) {
 		return &ErrNotReady{fmt.Errorf("the drill's ConfigMap %s cannot be written", probeConfigMap)}
 	}
+	// A Node still NotReady from the previous drill (its kubelet reports
+	// again only every few seconds) would count as this drill's.
+	if notReady, err := s.notReadyNodes(ctx); err != nil || len(notReady) > 0 {
+		return &ErrNotReady{fmt.Errorf("Nodes not Ready: %v %v", notReady, err)}
+	}
 	if s.watchesHolders() {
 		h, err := s.o.Lab.Holders(s.inv.Cluster.Endpoint.VIP)
 		if err != nil {
@@ -710,16 +715,21 @@ func (s *sampler) sampleWrite(ctx context.Context) {
 	}
 }
 
-func (s *sampler) sampleNodes(ctx context.Context) {
+// notReadyNodes lists the Nodes whose Ready condition is not True, read
+// through the first server that answers.
+func (s *sampler) notReadyNodes(ctx context.Context) ([]string, error) {
+	err := fmt.Errorf("no apiserver lists the Nodes")
 	for _, h := range s.servers() {
-		cs, err := s.clientFor(h)
-		if err != nil {
+		cs, cerr := s.clientFor(h)
+		if cerr != nil {
 			continue
 		}
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
+		nodes, lerr := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if lerr != nil {
+			err = lerr
 			continue
 		}
+		var out []string
 		for _, n := range nodes.Items {
 			ready := false
 			for _, c := range n.Status.Conditions {
@@ -727,17 +737,30 @@ func (s *sampler) sampleNodes(ctx context.Context) {
 					ready = true
 				}
 			}
-			s.mu.Lock()
-			_, seen := s.res.NotReady[n.Name]
-			if !ready && !seen {
-				s.res.NotReady[n.Name] = time.Since(s.start)
-			}
-			s.mu.Unlock()
-			if !ready && !seen {
-				s.event("Node " + n.Name + " NotReady")
+			if !ready {
+				out = append(out, n.Name)
 			}
 		}
+		return out, nil
+	}
+	return nil, err
+}
+
+func (s *sampler) sampleNodes(ctx context.Context) {
+	notReady, err := s.notReadyNodes(ctx)
+	if err != nil {
 		return
+	}
+	for _, n := range notReady {
+		s.mu.Lock()
+		_, seen := s.res.NotReady[n]
+		if !seen {
+			s.res.NotReady[n] = time.Since(s.start)
+		}
+		s.mu.Unlock()
+		if !seen {
+			s.event("Node " + n + " NotReady")
+		}
 	}
 }
 
