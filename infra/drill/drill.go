@@ -645,12 +645,17 @@ func (s *sampler) sampleEtcd(ctx context.Context) {
 	}
 }
 
+// apiCallTimeout bounds one API call, retries included: client-go honours
+// an apiserver's Retry-After up to ten times, and an apiserver without
+// etcd quorum kept a call waiting for minutes that way.
+const apiCallTimeout = time.Second
+
 // clientFor is the admin kubeconfig aimed at one address.
 func (s *sampler) clientFor(host string) (*kubernetes.Clientset, error) {
 	cfg := rest.CopyConfig(s.admin)
 	cfg.Host = "https://" + net.JoinHostPort(host, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
 	cfg.TLSClientConfig.ServerName = host
-	cfg.Timeout = 900 * time.Millisecond
+	cfg.Timeout = apiCallTimeout
 	cfg.Dial = nsDial(lab.GatewayNetns)
 	return kubernetes.NewForConfig(cfg)
 }
@@ -687,8 +692,10 @@ func (s *sampler) write(ctx context.Context) bool {
 				return
 			}
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: probeConfigMap, Namespace: "default"}, Data: map[string]string{"at": time.Now().Format(time.RFC3339Nano), "via": h}}
-			if _, err = cs.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-				_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+			cctx, cancel := context.WithTimeout(ctx, 2*apiCallTimeout)
+			defer cancel()
+			if _, err = cs.CoreV1().ConfigMaps("default").Update(cctx, cm, metav1.UpdateOptions{}); err != nil {
+				_, err = cs.CoreV1().ConfigMaps("default").Create(cctx, cm, metav1.CreateOptions{})
 			}
 			if err == nil {
 				ok.Do(func() { close(done) })
@@ -724,7 +731,9 @@ func (s *sampler) notReadyNodes(ctx context.Context) ([]string, error) {
 		if cerr != nil {
 			continue
 		}
-		nodes, lerr := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+		nodes, lerr := cs.CoreV1().Nodes().List(cctx, metav1.ListOptions{})
+		cancel()
 		if lerr != nil {
 			err = lerr
 			continue
