@@ -251,6 +251,32 @@ func TestLabUpDown(t *testing.T) {
 		}
 	})
 
+	t.Run("a second lab fails to come up and its down leaves the first alone", func(t *testing.T) {
+		dir, err := os.MkdirTemp("/srv", "homelab-other-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		other, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := other.Up(ctx, s.Inventory); err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("a second lab with the same names came up: %v", err)
+		}
+		if err := other.Down(false); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range s.Netns {
+			if !netnsExists(n) {
+				t.Errorf("the failed lab's down removed the first lab's namespace %s", n)
+			}
+		}
+		if out := run("cp-1", "hostname"); out != "cp-1" {
+			t.Errorf("cp-1 after the other lab's down: %q", out)
+		}
+	})
+
 	t.Run("replace brings a new disk, host key and MAC", func(t *testing.T) {
 		run("gpu-3", "echo old > /etc/lab-mark")
 		old, _ := l.LoadState()

@@ -100,6 +100,26 @@ func (s *State) addNetns(name string) {
 	s.Netns = append(s.Netns, name)
 }
 
+// hasNetns reports whether this lab made the named namespace: names are
+// machine-wide, and another lab's hl-cp-1 is not this one's to remove.
+func (s *State) hasNetns(name string) bool {
+	for _, n := range s.Netns {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *State) hasLink(name string) bool {
+	for _, k := range s.Links {
+		if k.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *State) removeNetns(name string) {
 	out := s.Netns[:0]
 	for _, n := range s.Netns {
