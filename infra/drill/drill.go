@@ -109,8 +109,8 @@ type Result struct {
 	VIPHolder  string   `json:"vipHolder,omitempty"`
 	VIPHolders []string `json:"vipHolders,omitempty"`
 	Splits     []Split  `json:"splits,omitempty"`
-	// VIPMoved is when another node than the holder before the failure
-	// first had the VIP (-1: none did; vip only).
+	// VIPMoved is when, within the window, another node than the holder
+	// before the failure first had the VIP (-1: none did; vip only).
 	VIPMoved time.Duration `json:"vipMoved,omitempty"`
 	// EtcdUp counts members answering on the network at the end of the
 	// window, EtcdHealthy those whose /health is true; Quorum is whether a
@@ -473,7 +473,7 @@ func (s *sampler) finish(stop func(), windowEnd time.Duration) {
 	}
 	r.Splits = splits(s.holders, time.Duration(s.inv.Cluster.VRRP.AdvertIntervalMs)*time.Millisecond)
 	if len(s.holders) > 0 {
-		r.VIPMoved = vipMoved(s.holders, strings.Join(holderAt(s.holders, 0), " "))
+		r.VIPMoved = vipMoved(s.holders, strings.Join(holderAt(s.holders, 0), " "), windowEnd)
 	}
 }
 

@@ -133,10 +133,10 @@ func TestSplitsAndHandback(t *testing.T) {
 	if sp := splits(h, 50*time.Millisecond); len(sp) != 1 || sp[0].Handover {
 		t.Errorf("100 ms of two holders with 50 ms adverts is a split brain: %+v", sp)
 	}
-	if m := vipMoved(h, "cp-1"); m != 300*time.Millisecond {
+	if m := vipMoved(h, "cp-1", time.Second); m != 300*time.Millisecond {
 		t.Errorf("the VIP moved at %s, want 300 ms", m)
 	}
-	if m := vipMoved(holderSamples("cp-1", "cp-1"), "cp-1"); m != -1 {
+	if m := vipMoved(h, "cp-1", 300*time.Millisecond); m != -1 {
 		t.Errorf("the VIP never moved: %s", m)
 	}
 	// Restored at 600 ms: cp-2 held it, cp-1 took it at 800 ms while the

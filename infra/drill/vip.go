@@ -73,12 +73,12 @@ func failover(endpoint []Sample, from, until time.Duration) (down, back time.Dur
 // or two on its cached health before it fails for good.
 const backForGood = 2 * time.Second
 
-// vipMoved is when a node other than the holder before the failure first
-// had the VIP: keepalived's own failover, whether or not the endpoint
-// stopped answering meanwhile; -1 when none did.
-func vipMoved(holders []Sample, before string) time.Duration {
+// vipMoved is when, before until, a node other than the holder before
+// the failure first had the VIP: keepalived's own failover, whether or
+// not the endpoint stopped answering meanwhile; -1 when none did.
+func vipMoved(holders []Sample, before string, until time.Duration) time.Duration {
 	for _, s := range holders {
-		if s.At < 0 {
+		if s.At < 0 || s.At >= until {
 			continue
 		}
 		for _, h := range s.Holders {
