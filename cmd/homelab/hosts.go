@@ -15,7 +15,6 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/homelab-dev/homelab/infra/hostkeys"
-	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/inventory"
 )
 
@@ -68,7 +67,7 @@ func acceptHostKey(ctx context.Context, cmd *cobra.Command, inv *inventory.Inven
 	if err != nil {
 		return err
 	}
-	file := program.ExpandHome(inv.SSH.KnownHosts)
+	file := inv.SSH.KnownHosts
 	hosts := hostkeys.Hosts(n.Name, n.Address, port)
 	old, err := hostkeys.Known(file, hosts)
 	if err != nil {

@@ -41,6 +41,7 @@ type nodeFacts struct {
 	bindLog   map[string]string // component -> its last bind failure
 	gpus      gpu.Detection
 	gpusRead  bool
+	snapshots *snapshotFacts
 }
 
 // probeScript is read-only. Secondary addresses are listed apart: the VIP
@@ -134,6 +135,9 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	}
 	if !f.node.IsControlPlane() {
 		return
+	}
+	if d.t.Inventory.Cluster.Etcd.Snapshots != nil {
+		f.snapshots = readSnapshots(ctx, c)
 	}
 	for _, m := range controlPlaneManifests {
 		data, err := c.Read(ctx, "/etc/kubernetes/manifests/"+m+".yaml")

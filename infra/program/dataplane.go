@@ -37,7 +37,7 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 	}
 	chart, chartSha := "", ""
 	if inv.Cluster.Cilium.Chart != "" {
-		chart = ExpandHome(inv.Cluster.Cilium.Chart)
+		chart = inv.Cluster.Cilium.Chart
 		// A rebuilt archive at the same path is a new chart.
 		if data, err := os.ReadFile(chart); err == nil {
 			chartSha = sha(data)

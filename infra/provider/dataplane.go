@@ -144,9 +144,6 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 	if in.cilium() && len(st.StaleRules) > 0 {
 		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Via != st.Via {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
-	}
 	return d
 }
 
@@ -175,6 +172,7 @@ func (Dataplane) Diff(ctx context.Context, req infer.DiffRequest[DataplaneArgs, 
 func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, DataplaneState]) (infer.ReadResponse[DataplaneArgs, DataplaneState], error) {
 	ctx = reading(ctx)
 	st := req.State
+	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Via)
 	if err != nil {
 		unreachable(ctx, st.Via.Node, err)
