@@ -5,7 +5,7 @@ const (
 	DefaultKubernetesVersion = "v1.34.4"
 	DefaultPort              = 6443
 	DefaultRouterID          = 51
-	DefaultAdvertIntervalMs  = 500
+	DefaultAdvertIntervalMs  = 400
 	DefaultPodCIDR           = "10.244.0.0/16"
 	DefaultServiceCIDR       = "10.96.0.0/12"
 	DefaultDNSDomain         = "cluster.local"

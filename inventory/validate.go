@@ -382,7 +382,7 @@ func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway n
 		// nodes' addresses (check_unicast_src), which keeps out what VRRPv2's
 		// clear-text password kept out. What is left is flapping.
 		if ms := c.VRRP.AdvertIntervalMs; ms >= 10 && ms < 300 {
-			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms adverts: keepalived declares the VIP's holder dead after about %d ms of silence, so a node stalled that long (an etcd fsync, a kubeadm run on a busy machine) hands the VIP over for nothing; 500 ms (failover in about 1.7 s) is the tested value", ms, 3*ms)
+			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms adverts: keepalived declares the VIP's holder dead after about %d ms of silence, so a node stalled that long (an etcd fsync, a kubeadm run on a busy machine) hands the VIP over for nothing; 400 ms (failover in about 1.3 s) is the tested value", ms, 3*ms)
 		}
 		if c.VRRP.Interface != "" && !validInterfaceName(c.VRRP.Interface) {
 			ps.errorf("cluster.vrrp.interface", "%q is not a network interface name (1-15 characters of A-Z, a-z, 0-9 and . _ -), e.g. eth0 or enp3s0", c.VRRP.Interface)

@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 	"time"
 
@@ -15,32 +15,57 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
+	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 func init() {
 	subcommands = append(subcommands, newDrillCommand)
 }
 
+// drillReport is one drill in --json: the measurements, the prediction
+// and every cell compared.
+type drillReport struct {
+	Result     *drill.Result  `json:"result"`
+	Predicted  impact.Outcome `json:"predicted"`
+	Checks     []drill.Check  `json:"checks"`
+	Mismatches int            `json:"mismatches"`
+}
+
 func newDrillCommand() *cobra.Command {
-	var path, layout, fail, stateDir, labDir string
+	var path, layout, fail, how, stateDir, labDir string
 	var repeat, seconds int
 	var noBuild, asJSON bool
 	var svgPath string
 	cmd := &cobra.Command{
-		Use:   "drill -f FILE --layout L --fail NODE [--repeat N] [--seconds S]",
-		Short: "In the emulated homelab: build the cluster in a layout, power a node off, measure what compare predicts, power it on, measure recovery",
-		Args:  cobra.NoArgs,
+		Use:   "drill -f FILE --layout L --fail NODE[,NODE2]|all [--how power-off|cut|keepalived|apiserver] [--repeat N] [--seconds S]",
+		Short: "In the emulated homelab: build the cluster in a layout, fail nodes as compare predicts, measure, undo, measure recovery and the VIP's handback",
+		Long: `drill builds the cluster in the layout, then for each failure (one node or
+two, or "--fail all": every failure compare lists for the layout):
+
+  power-off   the node's plug pulled: every process and address gone
+  cut         its network link down: every process keeps running, alone
+  keepalived  every keepalived process SIGKILLed (no goodbye advert)
+  apiserver   kube-apiserver.yaml moved out of /etc/kubernetes/manifests
+              (the kubelet stops it; keepalived's track script moves the VIP)
+
+it samples every consumer of the API from where it runs, etcd, writes,
+the Nodes, the endpoint and the VIP's holders for --seconds, undoes the
+failure (power-on, link up, keepalived started, the manifest back), waits
+until everything answers and the VIP has settled, and compares every cell
+with compare's prediction. It exits 1 when any cell differs.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repeat < 1 || seconds < 1 {
 				return &exitError{code: 2, err: fmt.Errorf("--repeat and --seconds must be at least 1")}
 			}
-			l, err := lab.Open(labDir)
-			if err != nil {
-				return err
-			}
-			if _, err := l.LoadState(); err != nil {
-				return fmt.Errorf("the emulated homelab is not up (homelab lab up -f %s): %w", path, err)
+			var one impact.Failure
+			if fail != "all" {
+				var err error
+				if one, err = drill.ParseFailure(fail, how); err != nil {
+					return &exitError{code: 2, err: err}
+				}
 			}
 			if stateDir == "" {
 				stateDir = stack.DefaultStateDir()
@@ -52,92 +77,144 @@ func newDrillCommand() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			if _, ok := inv.Node(fail); !ok {
-				return &exitError{code: 1, err: fmt.Errorf("--fail: %q is not a node of %s", fail, path)}
+			// Every failure is checked before any machine changes; where
+			// anything dials does not depend on the certificates.
+			throwaway, err := pki.New()
+			if err != nil {
+				return err
+			}
+			shape, err := impact.ReadInventory(inv, throwaway)
+			if err != nil {
+				return err
+			}
+			failures := []impact.Failure{one}
+			if fail == "all" {
+				failures = shape.Failures()
+			}
+			for _, f := range failures {
+				if err := shape.Check(f); err != nil {
+					return &exitError{code: 1, err: fmt.Errorf("--fail %s --how %s: %w", fail, how, err)}
+				}
+			}
+			l, err := lab.Open(labDir)
+			if err != nil {
+				return err
+			}
+			if _, err := l.LoadState(); err != nil {
+				return fmt.Errorf("the emulated homelab is not up (homelab lab up -f %s): %w", path, err)
 			}
 			if os.Getenv(ssh.NetnsEnv) == "" {
 				os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
-			out := cmd.OutOrStdout()
+			// With --json, stdout carries the JSON alone.
+			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			report := out
+			if asJSON {
+				report = io.Discard
+			}
 			var s *stack.Stack
 			if noBuild {
-				s, err = stack.Open(ctx, stack.Options{Inventory: invPath, StateDir: stateDir, Progress: cmd.ErrOrStderr()})
+				s, err = stack.Open(ctx, stack.Options{Inventory: invPath, StateDir: stateDir, Progress: progress})
 			} else {
-				fmt.Fprintf(out, "building the cluster in the %s layout...\n", layout)
-				s, err = drill.Build(ctx, l, invPath, stateDir, cmd.ErrOrStderr())
+				fmt.Fprintf(progress, "building the cluster in the %s layout...\n", layout)
+				s, err = drill.Build(ctx, l, invPath, stateDir, progress)
 			}
 			if err != nil {
 				return err
 			}
-			pred, err := impact.ForInventory(s.Inv, s.Bundle)
+			cl, err := impact.ReadInventory(s.Inv, s.Bundle)
 			if err != nil {
 				return err
 			}
-			var failovers []time.Duration
+			before := ""
+			if s.Inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+				before = cl.InitialHolder()
+			}
+			var reports []drillReport
 			var results []*drill.Result
-			for i := range repeat {
-				r, err := drill.Run(ctx, drill.Options{Lab: l, Inventory: s.Inv, Bundle: s.Bundle, Fail: fail, Window: time.Duration(seconds) * time.Second, Recover: true})
-				if r != nil {
-					results = append(results, r)
-				}
-				if err != nil {
-					return fmt.Errorf("drill %d: %w", i+1, err)
-				}
-				if !asJSON {
-					fmt.Fprintf(out, "\n=== drill %d/%d\n", i+1, repeat)
-					drill.WriteTimeline(out, r)
-					for _, o := range pred.Outcomes {
-						if o.Failure.Kind == impact.FailOff && len(o.Failure.Nodes) == 1 && o.Failure.Nodes[0] == fail {
-							ms := drill.Compare(o, pred.Consumers, r)
-							fmt.Fprintf(out, "compare's prediction: %d cell(s) differ\n", len(ms))
-							for _, m := range ms {
-								fmt.Fprintf(out, "  %s: predicted %s, measured %s\n", m.Consumer, m.Predicted, m.Measured)
-							}
-						}
+			differ := 0
+			for _, f := range failures {
+				want := cl.Evaluate(f)
+				for i := range repeat {
+					fmt.Fprintf(progress, "\n=== %s layout, %s (%d/%d)\n", layout, f.ID, i+1, repeat)
+					r, err := drill.RunSettled(ctx, drill.Options{
+						Lab: l, Inventory: s.Inv, Bundle: s.Bundle, Failure: f,
+						Window: time.Duration(seconds) * time.Second, Recover: true,
+						VIPBefore: before, VIPAfter: want.VIPAfter, Progress: progress,
+					}, 3*time.Minute)
+					if r != nil {
+						results = append(results, r)
 					}
+					if err != nil {
+						return fmt.Errorf("%s, drill %d: %w", f.ID, i+1, err)
+					}
+					checks := drill.Compare(want, cl.Consumers, r)
+					ms := len(drill.Mismatches(checks))
+					if ms > 0 {
+						differ++
+					}
+					reports = append(reports, drillReport{Result: r, Predicted: want, Checks: checks, Mismatches: ms})
+					fmt.Fprintf(report, "\n=== drill %s (%d/%d)\n", f.ID, i+1, repeat)
+					drill.WriteTimeline(report, r)
+					fmt.Fprintln(report)
+					drill.WriteComparison(report, want, checks)
 				}
-				if r.VIPFailover > 0 {
-					failovers = append(failovers, r.VIPFailover)
+			}
+			figs := drill.Summarize(results)
+			if len(results) > 1 {
+				summary := report
+				if asJSON {
+					summary = progress
 				}
+				fmt.Fprintln(summary)
+				drill.WriteSummary(summary, figs)
 			}
 			if svgPath != "" {
-				f, err := os.Create(svgPath)
-				if err != nil {
-					return err
-				}
-				if err := drill.WriteSVG(f, results); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
+				if err := createFile(svgPath, func(w io.Writer) error { return drill.WriteSVG(w, results) }); err != nil {
 					return err
 				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(results)
+				if err := enc.Encode(struct {
+					Drills  []drillReport   `json:"drills"`
+					Figures []drill.Figures `json:"figures"`
+				}{reports, figs}); err != nil {
+					return err
+				}
 			}
-			if len(failovers) > 0 {
-				sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
-				fmt.Fprintf(out, "\nVIP failover over %d drill(s): min %.2f s, p50 %.2f s, max %.2f s\n", len(failovers),
-					failovers[0].Seconds(), failovers[(len(failovers)-1)/2].Seconds(), failovers[len(failovers)-1].Seconds())
+			if differ > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d of %d drills differ from compare's prediction", differ, len(reports))}
 			}
 			return nil
 		},
 	}
 	addFileFlag(cmd, &path)
 	cmd.Flags().StringVar(&layout, "layout", "vip", "endpoint layout to build: vip, single-ip or dns")
-	cmd.Flags().StringVar(&fail, "fail", "", "node to power off")
+	cmd.Flags().StringVar(&fail, "fail", "", `node to fail, two as NODE1,NODE2, or "all": every failure compare lists`)
 	_ = cmd.MarkFlagRequired("fail")
-	cmd.Flags().IntVar(&repeat, "repeat", 1, "drills in a row (the node is powered on and recovery awaited between them)")
-	cmd.Flags().IntVar(&seconds, "seconds", 15, "seconds to sample after each power-off")
+	cmd.Flags().StringVar(&how, "how", "power-off", "power-off, cut, keepalived or apiserver")
+	cmd.Flags().IntVar(&repeat, "repeat", 1, "drills of each failure in a row (undone and recovered between them)")
+	cmd.Flags().IntVar(&seconds, "seconds", 15, "seconds to sample after each failure (Nodes turn NotReady after about 50)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "Pulumi state (default "+stack.DefaultStateDir()+")")
 	cmd.Flags().StringVar(&labDir, "lab-dir", "", "the emulated homelab's directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 	cmd.Flags().BoolVar(&noBuild, "no-build", false, "drill the cluster as it is (built in --layout already)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the measurements as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the drills, predictions and figures as JSON on stdout (progress on stderr)")
 	cmd.Flags().StringVar(&svgPath, "svg", "", "also plot the drills' timelines to this SVG file")
 	return cmd
+}
+
+func createFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

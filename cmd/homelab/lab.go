@@ -199,6 +199,38 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 			return nil
 		},
 	}
+	cut := &cobra.Command{
+		Use:   "cut NODE",
+		Short: "Pull a node's network cable: its link loses the carrier, every process keeps running (a split)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			if err := l.Cut(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is cut off\n", args[0])
+			return nil
+		},
+	}
+	uncut := &cobra.Command{
+		Use:   "uncut NODE",
+		Short: "Plug a cut-off node's cable back in",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := open(cmd)
+			if err != nil {
+				return err
+			}
+			if err := l.Uncut(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is back on the network\n", args[0])
+			return nil
+		},
+	}
 	replace := &cobra.Command{
 		Use:   "replace NODE",
 		Short: "Swap a node's hardware: blank disk, new host key, new MAC, same name and address",
@@ -240,7 +272,7 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 			return lab.Boot(args[0])
 		},
 	}
-	cmd.AddCommand(up, down, status, ssh, execCmd, powerOff, powerOn, replace, readdress, boot)
+	cmd.AddCommand(up, down, status, ssh, execCmd, powerOff, powerOn, cut, uncut, replace, readdress, boot)
 	return cmd
 }
 
@@ -294,7 +326,11 @@ func printStatus(ctx context.Context, w io.Writer, l *lab.Lab, howTo bool) error
 		if n.HoldsVIP {
 			vip = "holds VIP"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Name, n.Role, n.Power, n.Address, n.MAC, n.Netns, pid, n.Processes, sshOK, vip)
+		power := n.Power
+		if n.Cut {
+			power += " (cut)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Name, n.Role, power, n.Address, n.MAC, n.Netns, pid, n.Processes, sshOK, vip)
 	}
 	tw.Flush()
 	if len(st.Missing) > 0 {

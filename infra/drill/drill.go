@@ -1,15 +1,23 @@
-// Package drill fails a node of a cluster built in the emulated homelab and
-// measures what roles/impact predicts: for every consumer of an API
-// address, whether its address still answers, probed from the namespace it
-// runs in; the VIP's failover; etcd's health and quorum; whether writes
-// succeed; when Nodes turn NotReady; and the recovery once the node is
-// powered on again.
+// Package drill fails nodes of a cluster built in the emulated homelab, in
+// any of the ways roles/impact predicts (power-off, cut off the network,
+// keepalived killed, the apiserver stopped, alone or two at once), and
+// measures what the prediction says: for every consumer of an API
+// address, whether its process runs and whether its address answers,
+// probed from the namespace it runs in; when the API answers through the
+// endpoint again; who holds the VIP, sampled throughout (two holders at
+// once is a split brain); etcd's members up and healthy, its quorum, and
+// whether the data can be written, only read, or not reached at all; when
+// Nodes turn NotReady; and, once the failure is undone, the recovery and
+// the VIP's handback.
 package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,16 +40,31 @@ type Options struct {
 	Lab       *lab.Lab
 	Inventory *inventory.Inventory
 	Bundle    *pki.Bundle
-	// Fail is the node to power off.
-	Fail string
-	// Window is how long to sample after the power-off (default 15 s).
+	// Failure is what to do to which nodes (impact.NewFailure).
+	Failure impact.Failure
+	// Window is how long to sample after the failure (default 15 s).
 	Window time.Duration
 	// Interval between samples of every consumer (default 250 ms).
 	Interval time.Duration
-	// Recover powers the node on after the window and measures until every
-	// consumer answers again (bounded by RecoverTimeout, default 3 min).
+	// Recover undoes the failure after the window and measures until every
+	// consumer answers again (bounded by RecoverTimeout, default 3 min),
+	// then watches the VIP's handback (vip).
 	Recover        bool
 	RecoverTimeout time.Duration
+	// VIPBefore, when set, is where the VIP must be before the failure
+	// (the prediction's holder while healthy): elsewhere, the drill would
+	// measure another failure than the one predicted.
+	VIPBefore string
+	// VIPAfter, when set, is the holder to wait for after recovery (the
+	// prediction's); the watch then lasts until it has held the VIP for
+	// HandbackSettle, or HandbackTimeout (default 60 s). Unset, the watch
+	// lasts until the holders have not changed for HandbackSettle
+	// (default 5 s).
+	VIPAfter        string
+	HandbackTimeout time.Duration
+	HandbackSettle  time.Duration
+	// Progress gets each event as it happens (nil: none).
+	Progress io.Writer
 }
 
 // Consumer is a consumer as found on the live cluster.
@@ -57,28 +80,62 @@ type Event struct {
 
 // Result is one drill's measurements.
 type Result struct {
-	Layout    string     `json:"layout"`
-	Failed    string     `json:"failed"`
-	Consumers []Consumer `json:"consumers"`
-	// Cells are each consumer's state at the end of the window:
-	// impact.OK, impact.Down or impact.Gone.
-	Cells map[string]string `json:"cells"`
-	// VIPFailover is when the API answered through the VIP again after
-	// the power-off (0: it never stopped; -1: it never came back; vip only).
-	VIPFailover time.Duration `json:"vipFailover"`
-	VIPHolder   string        `json:"vipHolder,omitempty"`
-	// EtcdHealthy counts members answering /health at the end; Quorum is
-	// whether any member could do a quorum read.
+	Layout    string         `json:"layout"`
+	Failure   impact.Failure `json:"failure"`
+	Consumers []Consumer     `json:"consumers"`
+	// Cells are each consumer's state at the end of the window: impact.OK,
+	// impact.Down, impact.Gone (its process does not run), or impact.NA
+	// for every consumer when the failure cannot be made (NotApplicable).
+	Cells         map[string]string `json:"cells"`
+	NotApplicable string            `json:"notApplicable,omitempty"`
+	// Effective is when the failure took effect: the apiserver stopped
+	// answering on its own node (apiserver), the injection done (the
+	// others).
+	Effective time.Duration `json:"effective"`
+	// Failover is when the API answered through the endpoint again, for
+	// good, after the failure (0: it never stopped; -1: not within the
+	// window).
+	// EndpointUnknown is set when the endpoint is a name the lab cannot
+	// resolve (dns).
+	Failover        time.Duration `json:"failover"`
+	EndpointUnknown bool          `json:"endpointUnknown,omitempty"`
+	// Silent is how long the endpoint did not answer before it was back
+	// (a killed keepalived's VIP answers until the new master takes it).
+	Silent time.Duration `json:"silent,omitempty"`
+	// VIPHolder is the node the LAN reaches through the VIP at the end of
+	// the window (the gateway's neighbour entry for it), VIPHolders every
+	// node with the VIP on an interface then (vip only); Splits every
+	// stretch with two holders or more, over the whole drill.
+	VIPHolder  string   `json:"vipHolder,omitempty"`
+	VIPHolders []string `json:"vipHolders,omitempty"`
+	Splits     []Split  `json:"splits,omitempty"`
+	// VIPMoved is when, within the window, another node than the holder
+	// before the failure first had the VIP (-1: none did; vip only).
+	VIPMoved time.Duration `json:"vipMoved,omitempty"`
+	// EtcdUp counts members answering on the network at the end of the
+	// window, EtcdHealthy those whose /health is true; Quorum is whether a
+	// majority of the members follow one leader.
+	EtcdUp      int  `json:"etcdUp"`
 	EtcdHealthy int  `json:"etcdHealthy"`
 	Quorum      bool `json:"quorum"`
 	// Writable: a ConfigMap update succeeded through some apiserver at the
-	// end of the window.
-	Writable bool `json:"writable"`
+	// end of the window. Data: impact.DataWritable, DataReadOnly (no write,
+	// but a member answered a serializable read of the drill's ConfigMap)
+	// or DataUnavailable.
+	Writable bool   `json:"writable"`
+	Data     string `json:"data"`
 	// NotReady is when each Node was first seen NotReady.
 	NotReady map[string]time.Duration `json:"notReady,omitempty"`
-	// Recovery is from power-on until every consumer and etcd member answered.
+	// Restored is when the failure was undone; Recovery how long from then
+	// until every consumer and etcd member answered.
+	Restored time.Duration `json:"restored,omitempty"`
 	Recovery time.Duration `json:"recovery,omitempty"`
+	Handback *Handback     `json:"handback,omitempty"`
 	Timeline []Event       `json:"timeline"`
+	// EndpointSamples and HolderSamples are the raw samples behind
+	// Failover, Splits and Handback.
+	EndpointSamples []Sample `json:"endpointSamples,omitempty"`
+	HolderSamples   []Sample `json:"holderSamples,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -91,14 +148,29 @@ func (o *Options) defaults() {
 	if o.RecoverTimeout == 0 {
 		o.RecoverTimeout = 3 * time.Minute
 	}
+	if o.HandbackTimeout == 0 {
+		o.HandbackTimeout = time.Minute
+	}
+	if o.HandbackSettle == 0 {
+		o.HandbackSettle = 5 * time.Second
+	}
 }
+
+// ErrNotReady wraps what was wrong before the failure: the cluster was not
+// (yet) in the shape the drill starts from; trying again later may do.
+type ErrNotReady struct{ Err error }
+
+func (e *ErrNotReady) Error() string { return "before the drill, " + e.Err.Error() }
+func (e *ErrNotReady) Unwrap() error { return e.Err }
 
 // Run runs one drill. The cluster must be built and healthy.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	inv := o.Inventory
-	if _, ok := inv.Node(o.Fail); !ok {
-		return nil, fmt.Errorf("--fail: %q is not a node of the inventory", o.Fail)
+	for _, n := range o.Failure.Nodes {
+		if _, ok := inv.Node(n); !ok {
+			return nil, fmt.Errorf("--fail: %q is not a node of the inventory", n)
+		}
 	}
 	p, err := newProber(o.Bundle)
 	if err != nil {
@@ -108,55 +180,138 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Layout: inv.Cluster.Endpoint.Layout, Failed: o.Fail, Consumers: cons, Cells: map[string]string{}, NotReady: map[string]time.Duration{}}
-	// Everything must answer before the failure, or the drill measures an
-	// older one.
-	for _, c := range cons {
-		if err := p.probe(ctx, c, time.Second); err != nil {
-			return nil, fmt.Errorf("before the drill, %s (%s) does not answer: %w", c.ID, c.Address, err)
-		}
-	}
-	s := &sampler{o: o, p: p, inv: inv, cons: cons, admin: admin, res: r, state: map[string]string{}}
-	start := time.Now()
-	s.start = start
-	if err := o.Lab.PowerOff(o.Fail); err != nil {
+	r := &Result{Layout: inv.Cluster.Endpoint.Layout, Failure: o.Failure, Consumers: cons, Cells: map[string]string{}, NotReady: map[string]time.Duration{}}
+	s := &sampler{o: o, p: p, inv: inv, cons: cons, admin: admin, res: r, state: map[string]string{}, history: map[string][]string{}}
+	if err := s.before(ctx); err != nil {
 		return nil, err
 	}
-	s.event("power-off " + o.Fail)
-	s.off = map[string]bool{o.Fail: true}
-	s.run(ctx, start.Add(o.Window), false)
+	inj := injectorFor(o)
+	s.start = time.Now()
+	stopWatch := s.watch(ctx)
+	defer stopWatch()
+	na, err := inj.fail(ctx, s)
+	if err != nil {
+		inj.restore(context.WithoutCancel(ctx), s)
+		return nil, err
+	}
+	r.NotApplicable = na
+	if r.Effective == 0 {
+		r.Effective = time.Since(s.start)
+	}
+	s.run(ctx, s.start.Add(o.Window), false)
 	for _, c := range cons {
 		r.Cells[c.ID] = s.settled(c.ID)
+		if na != "" {
+			r.Cells[c.ID] = impact.NA
+		}
 	}
-	r.EtcdHealthy, r.Quorum, r.Writable, r.VIPHolder = s.etcdHealthy, s.quorum, s.writable, s.holder()
-	r.VIPFailover = s.vipFailover
+	s.mu.Lock()
+	r.EtcdUp, r.EtcdHealthy, r.Quorum, r.Writable = s.etcdUp, s.etcdHealthy, s.quorum, s.writable
+	r.Data = dataState(s.writable, s.readable)
+	s.mu.Unlock()
+	end := time.Since(s.start)
+	if s.watchesHolders() {
+		r.VIPHolders = holderAt(s.holderSamples(), end)
+		if r.VIPHolder, err = o.Lab.Reaches(inv.Cluster.Endpoint.VIP); err != nil {
+			s.event("who the gateway reaches through the VIP: " + err.Error())
+		}
+	}
+	if ctx.Err() != nil {
+		// Interrupted: undo the failure all the same, rather than leave a
+		// node cut off or a manifest parked.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		s.finish(stopWatch, end)
+		return r, errors.Join(ctx.Err(), inj.restore(rctx, s))
+	}
 	if !o.Recover {
+		s.finish(stopWatch, end)
 		return r, nil
 	}
-	on := time.Now()
-	if err := o.Lab.PowerOn(ctx, o.Fail); err != nil {
+	restore := time.Now()
+	r.Restored = restore.Sub(s.start)
+	if err := inj.restore(context.WithoutCancel(ctx), s); err != nil {
+		s.finish(stopWatch, end)
 		return r, err
 	}
-	s.off = map[string]bool{}
-	s.event("power-on " + o.Fail + " (booted)")
-	if !s.run(ctx, on.Add(o.RecoverTimeout), true) {
-		return r, fmt.Errorf("%s: not every consumer and etcd member answered within %s of power-on", o.Fail, o.RecoverTimeout)
+	if !s.run(ctx, restore.Add(o.RecoverTimeout), true) {
+		s.finish(stopWatch, end)
+		return r, fmt.Errorf("%s: not every consumer and etcd member answered within %s of the restore", o.Failure.ID, o.RecoverTimeout)
 	}
-	r.Recovery = time.Since(on)
+	r.Recovery = time.Since(restore)
 	s.event("recovered: every consumer and etcd member answers")
+	if s.watchesHolders() {
+		s.awaitHandback(ctx)
+	}
+	s.finish(stopWatch, end)
+	if s.watchesHolders() {
+		r.Handback = handback(r.HolderSamples, r.EndpointSamples, r.Restored)
+	}
 	return r, nil
+}
+
+func dataState(writable, readable bool) string {
+	switch {
+	case writable:
+		return impact.DataWritable
+	case readable:
+		return impact.DataReadOnly
+	}
+	return impact.DataUnavailable
 }
 
 // probe checks one consumer from where it runs.
 func (p *prober) probe(ctx context.Context, c Consumer, timeout time.Duration) error {
 	ns := lab.GatewayNetns
 	if c.Node != "" {
-		ns = "hl-" + c.Node
+		ns = lab.NetnsName(c.Node)
 	}
 	if c.Kind == impact.KindEtcd {
 		return p.etcdHealth(ctx, nsDial(ns), c.Address, timeout)
 	}
 	return p.readyz(ctx, nsDial(ns), c.Address, timeout)
+}
+
+// program is the process a consumer is, and the static pod manifest the
+// kubelet runs it from ("" for the kubelet itself).
+func program(c Consumer) (prog, manifest string) {
+	switch c.Kind {
+	case impact.KindKubelet:
+		return "kubelet", ""
+	case impact.KindControllerManager:
+		return "kube-controller-manager", "/etc/kubernetes/manifests/kube-controller-manager.yaml"
+	case impact.KindScheduler:
+		return "kube-scheduler", "/etc/kubernetes/manifests/kube-scheduler.yaml"
+	case impact.KindEtcd:
+		return "kube-apiserver", apiserverManifest // the apiserver is the client of its etcd
+	}
+	return "", ""
+}
+
+// measure is one consumer's state now. Gone: its process does not run and
+// nothing will run it again (its node is off, its static pod's manifest
+// removed). A static pod whose manifest is there but whose process is
+// not (the controller-manager exits when it loses its leader lease, and
+// the kubelet restarts it) is measured at its address like a running one.
+func (s *sampler) measure(ctx context.Context, c Consumer, procs map[string][]string) string {
+	if c.Node != "" {
+		prog, manifest := program(c)
+		switch {
+		case len(procs[c.Node]) == 0:
+			return impact.Gone // powered off: nothing runs on the node
+		case prog == "" || slices.Contains(procs[c.Node], prog):
+		case manifest == "":
+			return impact.Gone
+		default:
+			if ok, err := s.o.Lab.NodeHasFile(c.Node, manifest); err == nil && !ok {
+				return impact.Gone
+			}
+		}
+	}
+	if err := s.p.probe(ctx, c, 800*time.Millisecond); err != nil {
+		return impact.Down
+	}
+	return impact.OK
 }
 
 type sampler struct {
@@ -167,23 +322,185 @@ type sampler struct {
 	admin *rest.Config
 	res   *Result
 	start time.Time
-	off   map[string]bool
 
 	mu          sync.Mutex
 	state       map[string]string   // consumer -> last state
 	history     map[string][]string // consumer -> recent states
+	etcdUp      int
 	etcdHealthy int
 	quorum      bool
+	readable    bool
 	writable    bool
-	vipDown     bool
-	vipFailover time.Duration
 	lastWrite   time.Time
+	wroteOnce   bool
+	endpoint    []Sample
+	holders     []Sample
 }
 
 func (s *sampler) event(what string) {
 	s.mu.Lock()
+	at := time.Since(s.start)
+	if s.start.IsZero() {
+		at = 0
+	}
+	s.res.Timeline = append(s.res.Timeline, Event{At: at, What: what})
+	s.mu.Unlock()
+	if s.o.Progress != nil {
+		fmt.Fprintf(s.o.Progress, "  %7s  %s\n", secs(at), what)
+	}
+}
+
+func (s *sampler) watchesHolders() bool {
+	return s.inv.Cluster.Endpoint.Layout == inventory.LayoutVIP
+}
+
+// before checks the cluster is in the shape the drill starts from: every
+// consumer answers, the drill's ConfigMap is written (a read-only cluster
+// is told by reading it back), and the VIP is where it should be.
+func (s *sampler) before(ctx context.Context) error {
+	for _, c := range s.cons {
+		if err := s.p.probe(ctx, c, time.Second); err != nil {
+			return &ErrNotReady{fmt.Errorf("%s (%s) does not answer: %w", c.ID, c.Address, err)}
+		}
+	}
+	if !s.write(ctx) {
+		return &ErrNotReady{fmt.Errorf("the drill's ConfigMap %s cannot be written", probeConfigMap)}
+	}
+	// A Node still NotReady from the previous drill (its kubelet reports
+	// again only every few seconds) would count as this drill's.
+	if notReady, err := s.notReadyNodes(ctx); err != nil || len(notReady) > 0 {
+		return &ErrNotReady{fmt.Errorf("Nodes not Ready: %v %v", notReady, err)}
+	}
+	if s.watchesHolders() {
+		h, err := s.o.Lab.Holders(s.inv.Cluster.Endpoint.VIP)
+		if err != nil {
+			return err
+		}
+		if len(h) != 1 || (s.o.VIPBefore != "" && h[0] != s.o.VIPBefore) {
+			return &ErrNotReady{fmt.Errorf("the VIP is on %v, not on %s alone", h, s.o.VIPBefore)}
+		}
+	}
+	return nil
+}
+
+// watch samples the endpoint and the VIP's holders every 50 ms from now
+// until the returned stop is called: failover and handback are measured
+// to a tenth of a second, not to the consumers' sample interval.
+func (s *sampler) watch(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if host := s.inv.EndpointHost(); net.ParseIP(host) != nil {
+		addr := net.JoinHostPort(host, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
+		dial := nsDial(lab.GatewayNetns)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prev, first := false, true
+			for ctx.Err() == nil {
+				t := time.Now()
+				err := s.p.readyz(ctx, dial, addr, 300*time.Millisecond)
+				if ctx.Err() != nil {
+					return // the watch ended mid-request: no answer to record
+				}
+				ok := err == nil
+				s.mu.Lock()
+				s.endpoint = append(s.endpoint, Sample{At: t.Sub(s.start), Answers: ok})
+				s.mu.Unlock()
+				if first || ok != prev {
+					if !first || !ok {
+						s.event(map[bool]string{true: "endpoint answers again", false: "endpoint stops answering"}[ok])
+					}
+					prev, first = ok, false
+				}
+				time.Sleep(50*time.Millisecond - time.Since(t))
+			}
+		}()
+	} else {
+		s.res.EndpointUnknown = true
+	}
+	if s.watchesHolders() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var prev []string
+			first := true
+			for ctx.Err() == nil {
+				t := time.Now()
+				h, err := s.o.Lab.Holders(s.inv.Cluster.Endpoint.VIP)
+				if err == nil {
+					s.mu.Lock()
+					s.holders = append(s.holders, Sample{At: t.Sub(s.start), Holders: h})
+					s.mu.Unlock()
+					if first || !slices.Equal(h, prev) {
+						what := "VIP on " + strings.Join(h, " and ")
+						switch {
+						case len(h) == 0:
+							what = "VIP on no node"
+						case len(h) > 1:
+							what += ": SPLIT BRAIN"
+						}
+						s.event(what)
+						prev, first = h, false
+					}
+				}
+				time.Sleep(50*time.Millisecond - time.Since(t))
+			}
+		}()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); wg.Wait() }) }
+}
+
+func (s *sampler) holderSamples() []Sample {
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.res.Timeline = append(s.res.Timeline, Event{At: time.Since(s.start), What: what})
+	return slices.Clone(s.holders)
+}
+
+// finish stops the watch and derives the endpoint and VIP figures.
+func (s *sampler) finish(stop func(), windowEnd time.Duration) {
+	stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.res
+	r.EndpointSamples, r.HolderSamples = s.endpoint, s.holders
+	if !r.EndpointUnknown {
+		down, back := failover(s.endpoint, 0, windowEnd)
+		r.Failover = back
+		if back > 0 {
+			r.Silent = back - down
+		}
+	}
+	r.Splits = splits(s.holders, time.Duration(s.inv.Cluster.VRRP.AdvertIntervalMs)*time.Millisecond)
+	if len(s.holders) > 0 {
+		r.VIPMoved = vipMoved(s.holders, strings.Join(holderAt(s.holders, 0), " "), windowEnd)
+	}
+}
+
+// awaitHandback watches the VIP after recovery: until the expected holder
+// has held it alone for HandbackSettle, or (no expectation) until nothing
+// changed for that long; at most HandbackTimeout.
+func (s *sampler) awaitHandback(ctx context.Context) {
+	deadline := time.Now().Add(s.o.HandbackTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+		h := s.holderSamples()
+		if len(h) == 0 {
+			continue
+		}
+		last := h[len(h)-1]
+		if s.o.VIPAfter != "" && !slices.Equal(last.Holders, []string{s.o.VIPAfter}) {
+			continue
+		}
+		since := last.At
+		for i := len(h) - 1; i >= 0 && slices.Equal(h[i].Holders, last.Holders); i-- {
+			since = h[i].At
+		}
+		if last.At-since >= s.o.HandbackSettle {
+			return
+		}
+	}
+	s.event(fmt.Sprintf("handback: the VIP did not settle within %s", s.o.HandbackTimeout))
 }
 
 // settled is a consumer's state over its last three samples: one state
@@ -209,30 +526,18 @@ func (s *sampler) settled(id string) string {
 // run samples until deadline; with untilHealthy it stops (true) as soon as
 // every consumer and etcd member answers.
 func (s *sampler) run(ctx context.Context, deadline time.Time, untilHealthy bool) bool {
-	if s.history == nil {
-		s.history = map[string][]string{}
-	}
-	vipCtx, stopVIP := context.WithCancel(ctx)
-	var vipWG sync.WaitGroup
-	if s.inv.Cluster.Endpoint.Layout == inventory.LayoutVIP && !untilHealthy {
-		vipWG.Add(1)
-		go func() { defer vipWG.Done(); s.watchVIP(vipCtx) }()
-	}
-	defer func() { stopVIP(); vipWG.Wait() }()
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		tick := time.Now()
+		procs, err := s.o.Lab.Processes()
+		if err != nil {
+			s.event("listing the nodes' processes: " + err.Error())
+		}
 		var wg sync.WaitGroup
 		for _, c := range s.cons {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st := impact.OK
-				if c.Node != "" && s.off[c.Node] {
-					st = impact.Gone
-				} else if err := s.p.probe(ctx, c, 800*time.Millisecond); err != nil {
-					st = impact.Down
-				}
-				s.record(c.ID, st)
+				s.record(c.ID, s.measure(ctx, c, procs))
 			}()
 		}
 		wg.Add(1)
@@ -279,94 +584,78 @@ func (s *sampler) allHealthy() bool {
 	return s.etcdHealthy == len(s.inv.ControlPlanes())
 }
 
-// watchVIP asks /readyz through the VIP from the gateway every 50 ms with a
-// short timeout: failover is measured to a tenth of a second, not to the
-// sample interval.
-func (s *sampler) watchVIP(ctx context.Context) {
-	addr := net.JoinHostPort(s.inv.Cluster.Endpoint.VIP, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
-	dial := nsDial(lab.GatewayNetns)
-	for ctx.Err() == nil {
-		t := time.Now()
-		err := s.p.readyz(ctx, dial, addr, 300*time.Millisecond)
-		if ctx.Err() != nil {
-			break // the window closed mid-request: that is no answer from the VIP
-		}
-		s.mu.Lock()
-		switch {
-		case err != nil && !s.vipDown && s.vipFailover == 0:
-			s.vipDown = true
-			s.mu.Unlock()
-			s.event("VIP stops answering")
-			s.mu.Lock()
-		case err == nil && s.vipDown:
-			s.vipDown = false
-			s.vipFailover = t.Sub(s.start)
-			s.mu.Unlock()
-			s.event("VIP answers again")
-			s.mu.Lock()
-		}
-		s.mu.Unlock()
-		time.Sleep(50*time.Millisecond - time.Since(t))
-	}
-	s.mu.Lock()
-	if s.vipDown {
-		s.vipFailover = -1
-	}
-	s.mu.Unlock()
-}
-
-func (s *sampler) holder() string {
-	if s.inv.Cluster.Endpoint.Layout != inventory.LayoutVIP {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, n := range s.inv.ControlPlanes() {
-		if s.off[n.Name] {
-			continue
-		}
-		out, err := s.o.Lab.Run(ctx, n.Name, "ip -o addr show | grep -wc "+s.inv.Cluster.Endpoint.VIP+" || true")
-		if err == nil && strings.TrimSpace(out) != "0" {
-			return n.Name
-		}
-	}
-	return ""
-}
-
+// sampleEtcd asks every member, from the LAN: /health (answering at all
+// counts it up; "true" healthy), its status (whose leader it follows: a
+// majority following one leader is a quorum), and a serializable read of
+// the drill's ConfigMap (data that can still be read without a quorum).
 func (s *sampler) sampleEtcd(ctx context.Context) {
-	healthy := 0
-	var mu sync.Mutex
+	cps := s.inv.ControlPlanes()
+	type answer struct {
+		up, healthy, read bool
+		leader            string
+	}
+	answers := make([]answer, len(cps))
 	var wg sync.WaitGroup
-	for _, n := range s.inv.ControlPlanes() {
-		if s.off[n.Name] {
-			continue
-		}
+	for i, n := range cps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s.p.etcdHealth(ctx, nsDial(lab.GatewayNetns), net.JoinHostPort(n.Address, "2379"), 800*time.Millisecond) == nil {
-				mu.Lock()
-				healthy++
-				mu.Unlock()
+			dial := nsDial(lab.GatewayNetns)
+			addr := net.JoinHostPort(n.Address, "2379")
+			a := &answers[i]
+			err := s.p.etcdHealth(ctx, dial, addr, 800*time.Millisecond)
+			a.healthy = err == nil
+			a.up = err == nil || isHTTPError(err)
+			if !a.up {
+				return
 			}
+			a.leader, _ = s.p.etcdLeader(ctx, dial, addr, 800*time.Millisecond)
+			a.read = s.p.etcdReadable(ctx, dial, addr, probeKey, 800*time.Millisecond) == nil
 		}()
 	}
 	wg.Wait()
+	up, healthy, readable := 0, 0, false
+	follow := map[string]int{}
+	for _, a := range answers {
+		if a.up {
+			up++
+		}
+		if a.healthy {
+			healthy++
+		}
+		if a.leader != "" {
+			follow[a.leader]++
+		}
+		readable = readable || a.read
+	}
+	quorum := false
+	for _, n := range follow {
+		quorum = quorum || 2*n > len(cps)
+	}
 	s.mu.Lock()
-	prev := s.etcdHealthy
-	s.etcdHealthy, s.quorum = healthy, healthy > 0
+	changed := up != s.etcdUp || healthy != s.etcdHealthy || quorum != s.quorum
+	s.etcdUp, s.etcdHealthy, s.quorum, s.readable = up, healthy, quorum, readable
 	s.mu.Unlock()
-	if prev != healthy {
-		s.event(fmt.Sprintf("etcd: %d/%d members healthy", healthy, len(s.inv.ControlPlanes())))
+	if changed {
+		q := "quorum"
+		if !quorum {
+			q = "NO QUORUM"
+		}
+		s.event(fmt.Sprintf("etcd: %d/%d members healthy, %d answer, %s", healthy, len(cps), up, q))
 	}
 }
+
+// apiCallTimeout bounds one API call, retries included: client-go honours
+// an apiserver's Retry-After up to ten times, and an apiserver without
+// etcd quorum kept a call waiting for minutes that way.
+const apiCallTimeout = time.Second
 
 // clientFor is the admin kubeconfig aimed at one address.
 func (s *sampler) clientFor(host string) (*kubernetes.Clientset, error) {
 	cfg := rest.CopyConfig(s.admin)
 	cfg.Host = "https://" + net.JoinHostPort(host, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
 	cfg.TLSClientConfig.ServerName = host
-	cfg.Timeout = 900 * time.Millisecond
+	cfg.Timeout = apiCallTimeout
 	cfg.Dial = nsDial(lab.GatewayNetns)
 	return kubernetes.NewForConfig(cfg)
 }
@@ -376,51 +665,80 @@ func (s *sampler) clientFor(host string) (*kubernetes.Clientset, error) {
 func (s *sampler) servers() []string {
 	out := []string{s.inv.EndpointHost()}
 	for _, n := range s.inv.ControlPlanes() {
-		if !s.off[n.Name] && n.Address != out[0] {
+		if n.Address != out[0] {
 			out = append(out, n.Address)
 		}
 	}
 	return out
 }
 
-const probeConfigMap = "homelab-drill"
+const (
+	probeConfigMap = "homelab-drill"
+	probeKey       = "/registry/configmaps/default/" + probeConfigMap
+)
+
+// write updates (or creates) the drill's ConfigMap through every server at
+// once; true when one took it.
+func (s *sampler) write(ctx context.Context) bool {
+	var ok sync.Once
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, h := range s.servers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, err := s.clientFor(h)
+			if err != nil {
+				return
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: probeConfigMap, Namespace: "default"}, Data: map[string]string{"at": time.Now().Format(time.RFC3339Nano), "via": h}}
+			cctx, cancel := context.WithTimeout(ctx, 2*apiCallTimeout)
+			defer cancel()
+			if _, err = cs.CoreV1().ConfigMaps("default").Update(cctx, cm, metav1.UpdateOptions{}); err != nil {
+				_, err = cs.CoreV1().ConfigMaps("default").Create(cctx, cm, metav1.CreateOptions{})
+			}
+			if err == nil {
+				ok.Do(func() { close(done) })
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
 
 func (s *sampler) sampleWrite(ctx context.Context) {
-	ok := false
-	for _, h := range s.servers() {
-		cs, err := s.clientFor(h)
-		if err != nil {
-			continue
-		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: probeConfigMap, Namespace: "default"}, Data: map[string]string{"at": time.Now().Format(time.RFC3339Nano)}}
-		if _, err = cs.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
-		}
-		if err == nil {
-			ok = true
-			break
-		}
-	}
+	ok := s.write(ctx)
 	s.mu.Lock()
-	prev := s.writable
-	first := s.lastWrite.Sub(s.start) < time.Second
-	s.writable = ok
+	prev, first := s.writable, !s.wroteOnce
+	s.writable, s.wroteOnce = ok, true
 	s.mu.Unlock()
 	if prev != ok || (first && !ok) {
 		s.event(fmt.Sprintf("writes: %v", map[bool]string{true: "succeed", false: "FAIL"}[ok]))
 	}
 }
 
-func (s *sampler) sampleNodes(ctx context.Context) {
+// notReadyNodes lists the Nodes whose Ready condition is not True, read
+// through the first server that answers.
+func (s *sampler) notReadyNodes(ctx context.Context) ([]string, error) {
+	err := fmt.Errorf("no apiserver lists the Nodes")
 	for _, h := range s.servers() {
-		cs, err := s.clientFor(h)
-		if err != nil {
+		cs, cerr := s.clientFor(h)
+		if cerr != nil {
 			continue
 		}
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
+		cctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+		nodes, lerr := cs.CoreV1().Nodes().List(cctx, metav1.ListOptions{})
+		cancel()
+		if lerr != nil {
+			err = lerr
 			continue
 		}
+		var out []string
 		for _, n := range nodes.Items {
 			ready := false
 			for _, c := range n.Status.Conditions {
@@ -428,17 +746,30 @@ func (s *sampler) sampleNodes(ctx context.Context) {
 					ready = true
 				}
 			}
-			s.mu.Lock()
-			_, seen := s.res.NotReady[n.Name]
-			if !ready && !seen {
-				s.res.NotReady[n.Name] = time.Since(s.start)
-			}
-			s.mu.Unlock()
-			if !ready && !seen {
-				s.event("Node " + n.Name + " NotReady")
+			if !ready {
+				out = append(out, n.Name)
 			}
 		}
+		return out, nil
+	}
+	return nil, err
+}
+
+func (s *sampler) sampleNodes(ctx context.Context) {
+	notReady, err := s.notReadyNodes(ctx)
+	if err != nil {
 		return
+	}
+	for _, n := range notReady {
+		s.mu.Lock()
+		_, seen := s.res.NotReady[n]
+		if !seen {
+			s.res.NotReady[n] = time.Since(s.start)
+		}
+		s.mu.Unlock()
+		if !seen {
+			s.event("Node " + n + " NotReady")
+		}
 	}
 }
 

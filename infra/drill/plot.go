@@ -35,7 +35,7 @@ func WriteSVG(w io.Writer, results []*Result) error {
 	fmt.Fprintf(w, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
 	y := top
 	for i, r := range results {
-		fmt.Fprintf(w, `<text x="4" y="%d" font-weight="bold">drill %d: %s layout, %s powered off</text>`+"\n", y+12, i+1, html.EscapeString(r.Layout), html.EscapeString(r.Failed))
+		fmt.Fprintf(w, `<text x="4" y="%d" font-weight="bold">drill %d: %s layout, %s</text>`+"\n", y+12, i+1, html.EscapeString(r.Layout), html.EscapeString(describe(r.Failure)))
 		y += rowH
 		for _, e := range r.Timeline {
 			fmt.Fprintf(w, `<text x="4" y="%d">%s</text>`+"\n", y+12, html.EscapeString(truncate(e.What, 62)))
@@ -54,7 +54,7 @@ func WriteSVG(w io.Writer, results []*Result) error {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/><text x="%.1f" y="%d" text-anchor="middle">%gs</text>`+"\n",
 			x(t), y+4, x(t), y+9, x(t), y+22, t.Seconds())
 	}
-	fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle">seconds after power-off</text>`+"\n", (left+width-right)/2, y+36)
+	fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle">seconds after the failure</text>`+"\n", (left+width-right)/2, y+36)
 	_, err := fmt.Fprintln(w, "</svg>")
 	return err
 }

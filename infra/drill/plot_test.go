@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/impact"
 )
 
 func TestWriteSVG(t *testing.T) {
 	results := []*Result{
-		{Layout: "vip", Failed: "cp-1", Timeline: []Event{{At: 0, What: "cp-1 powered off"}, {At: 1600 * time.Millisecond, What: "API answers through the VIP (cp-2)"}}},
-		{Layout: "single-ip", Failed: "cp-1", Timeline: []Event{{At: 0, What: "cp-1 powered off"}, {At: 12 * time.Second, What: "kubectl <still> DOWN & waiting"}}},
+		{Layout: "vip", Failure: impact.NewFailure(impact.FailOff, "cp-1"), Timeline: []Event{{At: 0, What: "cp-1 powered off"}, {At: 1600 * time.Millisecond, What: "API answers through the VIP (cp-2)"}}},
+		{Layout: "single-ip", Failure: impact.NewFailure(impact.FailOff, "cp-1"), Timeline: []Event{{At: 0, What: "cp-1 powered off"}, {At: 12 * time.Second, What: "kubectl <still> DOWN & waiting"}}},
 	}
 	var buf bytes.Buffer
 	if err := WriteSVG(&buf, results); err != nil {

@@ -1,9 +1,13 @@
 package drill
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -44,17 +48,79 @@ func newProber(b *pki.Bundle) (*prober, error) {
 // host: 200 only when it serves with etcd behind it.
 func (p *prober) readyz(ctx context.Context, dial dialFunc, addr string, timeout time.Duration) error {
 	host, _, _ := net.SplitHostPort(addr)
-	return get(ctx, dial, addr, &tls.Config{RootCAs: p.apiCA, ServerName: host, MinVersion: tls.VersionTLS12}, "/readyz", timeout, "")
+	_, err := call(ctx, dial, addr, &tls.Config{RootCAs: p.apiCA, ServerName: host, MinVersion: tls.VersionTLS12}, http.MethodGet, "/readyz", nil, timeout)
+	return err
+}
+
+func (p *prober) etcdTLS(addr string) *tls.Config {
+	host, _, _ := net.SplitHostPort(addr)
+	return &tls.Config{RootCAs: p.etcdCA, ServerName: host, Certificates: []tls.Certificate{p.etcdKey}, MinVersion: tls.VersionTLS12}
 }
 
 // etcdHealth asks a member's /health, which is true only when the member
-// has a leader and a quorum read succeeds.
+// has a leader and a quorum read succeeds. A member that answers "false"
+// returns an *httpError: it is up, not healthy.
 func (p *prober) etcdHealth(ctx context.Context, dial dialFunc, addr string, timeout time.Duration) error {
-	host, _, _ := net.SplitHostPort(addr)
-	return get(ctx, dial, addr, &tls.Config{RootCAs: p.etcdCA, ServerName: host, Certificates: []tls.Certificate{p.etcdKey}, MinVersion: tls.VersionTLS12}, "/health", timeout, `"health":"true"`)
+	body, err := call(ctx, dial, addr, p.etcdTLS(addr), http.MethodGet, "/health", nil, timeout)
+	if err != nil {
+		return err
+	}
+	var h struct{ Health, Reason string }
+	if json.Unmarshal(body, &h) != nil || h.Health != "true" {
+		return &httpError{status: http.StatusOK, body: strings.TrimSpace(string(body))}
+	}
+	return nil
 }
 
-func get(ctx context.Context, dial dialFunc, addr string, tc *tls.Config, path string, timeout time.Duration, want string) error {
+// etcdLeader returns the ID of the leader the member follows ("" when it
+// has none), from its status (the gRPC gateway's Maintenance/Status).
+func (p *prober) etcdLeader(ctx context.Context, dial dialFunc, addr string, timeout time.Duration) (string, error) {
+	body, err := call(ctx, dial, addr, p.etcdTLS(addr), http.MethodPost, "/v3/maintenance/status", []byte("{}"), timeout)
+	if err != nil {
+		return "", err
+	}
+	var st struct{ Leader string }
+	if err := json.Unmarshal(body, &st); err != nil {
+		return "", err
+	}
+	if st.Leader == "0" {
+		return "", nil
+	}
+	return st.Leader, nil
+}
+
+// etcdReadable does a serializable read of key at the member: served from
+// its own copy, without a leader or quorum. Nil when the key is there.
+func (p *prober) etcdReadable(ctx context.Context, dial dialFunc, addr, key string, timeout time.Duration) error {
+	req, _ := json.Marshal(map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(key)), "serializable": true, "keys_only": true})
+	body, err := call(ctx, dial, addr, p.etcdTLS(addr), http.MethodPost, "/v3/kv/range", req, timeout)
+	if err != nil {
+		return err
+	}
+	var rr struct{ Kvs []json.RawMessage }
+	if err := json.Unmarshal(body, &rr); err != nil {
+		return err
+	}
+	if len(rr.Kvs) == 0 {
+		return fmt.Errorf("%s: no %s", addr, key)
+	}
+	return nil
+}
+
+// httpError is an answer that is not a success: the server is up.
+type httpError struct {
+	status int
+	body   string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.status, e.body) }
+
+func isHTTPError(err error) bool {
+	var h *httpError
+	return errors.As(err, &h)
+}
+
+func call(ctx context.Context, dial dialFunc, addr string, tc *tls.Config, method, path string, body []byte, timeout time.Duration) ([]byte, error) {
 	tr := &http.Transport{
 		DialContext:       func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, addr) },
 		TLSClientConfig:   tc,
@@ -63,18 +129,18 @@ func get(ctx context.Context, dial dialFunc, addr string, tc *tls.Config, path s
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, method, "https://"+addr+path, bytes.NewReader(body))
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return nil, err
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return nil, &httpError{status: resp.StatusCode, body: strings.TrimSpace(string(data))}
 	}
-	if want != "" && !strings.Contains(string(body), want) {
-		return fmt.Errorf("unhealthy: %s", strings.TrimSpace(string(body)))
-	}
-	return nil
+	return data, nil
 }

@@ -244,7 +244,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	}
 	for i := len(s.Links) - 1; i >= 0; i-- {
 		k := s.Links[i]
-		if netnsExists(BridgeNetns) && linkExists(BridgeNetns, k.Name) {
+		if s.hasNetns(BridgeNetns) && netnsExists(BridgeNetns) && linkExists(BridgeNetns, k.Name) {
 			errs = append(errs, ip("-n", BridgeNetns, "link", "del", k.Name))
 		}
 		s.removeLink(k.Name)

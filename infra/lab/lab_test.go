@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,20 @@ func TestLinkNamesFitAndDiffer(t *testing.T) {
 			t.Errorf("%q and %q share link name %s", n, o, k)
 		}
 		seen[k] = n
+	}
+}
+
+func TestProgramOf(t *testing.T) {
+	for cmdline, want := range map[string]string{
+		"/usr/bin/kube-apiserver\x00--advertise-address=10.77.0.120\x00": "kube-apiserver",
+		"kubelet\x00--config=/var/lib/kubelet/config.yaml\x00":           "kubelet",
+		"sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups":        "sshd",
+		"/usr/sbin/keepalived\x00--dont-fork\x00":                        "keepalived",
+		"": "",
+	} {
+		if got := programOf([]byte(cmdline)); got != want {
+			t.Errorf("%q: %q, want %q", cmdline, got, want)
+		}
 	}
 }
 
@@ -198,6 +214,67 @@ func TestLabUpDown(t *testing.T) {
 		}
 		if out := run("gpu-4", "cat /var/lib/lab-mark"); out != "kept" {
 			t.Errorf("after power-on: %q", out)
+		}
+	})
+
+	t.Run("cut keeps the node running off the network", func(t *testing.T) {
+		run("gpu-4", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo started")
+		if err := l.Cut("gpu-4"); err != nil {
+			t.Fatal(err)
+		}
+		procs, err := l.Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(procs["gpu-4"], "sshd") || !slices.Contains(procs["gpu-4"], "sleep") {
+			t.Errorf("gpu-4's processes while cut: %v", procs["gpu-4"])
+		}
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		if _, err := l.Run(sctx, "gpu-4", "true"); err == nil {
+			t.Error("ssh to a cut-off node worked")
+		}
+		scancel()
+		out, _ := exec.Command("ip", "-n", NetnsName("gpu-4"), "-o", "link", "show", "eth0").CombinedOutput()
+		if !strings.Contains(string(out), "NO-CARRIER") {
+			t.Errorf("a cut-off node's eth0 has its carrier: %s", out)
+		}
+		if h, err := l.Holders("10.77.0.133"); err != nil || strings.Join(h, " ") != "gpu-4" {
+			t.Errorf("holders of gpu-4's address: %v %v", h, err)
+		}
+		if err := l.Uncut("gpu-4"); err != nil {
+			t.Fatal(err)
+		}
+		if out := run("gpu-4", "pgrep -c sleep"); out != "1" {
+			t.Errorf("after uncut: %q sleep processes", out)
+		}
+		if err := l.Cut("gpu-9"); err == nil {
+			t.Error("cut of an unknown node accepted")
+		}
+	})
+
+	t.Run("a second lab fails to come up and its down leaves the first alone", func(t *testing.T) {
+		dir, err := os.MkdirTemp("/srv", "homelab-other-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		other, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := other.Up(ctx, s.Inventory); err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("a second lab with the same names came up: %v", err)
+		}
+		if err := other.Down(false); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range s.Netns {
+			if !netnsExists(n) {
+				t.Errorf("the failed lab's down removed the first lab's namespace %s", n)
+			}
+		}
+		if out := run("cp-1", "hostname"); out != "cp-1" {
+			t.Errorf("cp-1 after the other lab's down: %q", out)
 		}
 	})
 

@@ -289,13 +289,18 @@ func (l *Lab) plugNode(s *State, n *NodeState) error {
 // both ends (and any VIP on the node's end) at once, not when the
 // namespace's last user goes.
 func (l *Lab) unplugNode(s *State, n *NodeState) error {
-	if n.Link != "" && netnsExists(BridgeNetns) {
+	// Only what this lab recorded: after an up that failed because another
+	// lab holds the names, removing by name would cut that lab's nodes.
+	if n.Link != "" && s.hasLink(n.Link) && s.hasNetns(BridgeNetns) && netnsExists(BridgeNetns) {
 		if err := ip("-n", BridgeNetns, "link", "del", n.Link); err != nil && linkExists(BridgeNetns, n.Link) {
 			return err
 		}
 	}
 	s.removeLink(n.Link)
-	if netnsExists(GatewayNetns) {
+	if !s.hasNetns(n.Netns) {
+		return l.saveState(s)
+	}
+	if s.hasNetns(GatewayNetns) && netnsExists(GatewayNetns) {
 		// The gateway forgets the unplugged MAC at once.
 		ip("-n", GatewayNetns, "neigh", "flush", "to", n.Address)
 	}

@@ -189,7 +189,7 @@ func (l *Lab) stop(s *State, n *NodeState) error {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	n.Unshare, n.Init, n.PIDNS, n.Mounts = nil, nil, 0, nil
-	n.Power = powerOff
+	n.Power, n.Cut = powerOff, false
 	if err := l.saveState(s); err != nil {
 		return err
 	}

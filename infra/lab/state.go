@@ -57,6 +57,8 @@ type NodeState struct {
 	// HostKey is the node's sshd public key in authorized_keys form.
 	HostKey string `json:"hostKey"`
 	Power   string `json:"power"` // on | off
+	// Cut is set while the node's cable is pulled (Cut, Uncut).
+	Cut bool `json:"cut,omitempty"`
 	// Unshare is the process the lab started (it holds the node's
 	// namespaces); Init is PID 1 inside the node. Both host PIDs.
 	Unshare *Proc `json:"unshare,omitempty"`
@@ -96,6 +98,26 @@ func (s *State) addNetns(name string) {
 		}
 	}
 	s.Netns = append(s.Netns, name)
+}
+
+// hasNetns reports whether this lab made the named namespace: names are
+// machine-wide, and another lab's hl-cp-1 is not this one's to remove.
+func (s *State) hasNetns(name string) bool {
+	for _, n := range s.Netns {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *State) hasLink(name string) bool {
+	for _, k := range s.Links {
+		if k.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *State) removeNetns(name string) {

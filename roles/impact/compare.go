@@ -16,15 +16,21 @@ import (
 // ForInventory renders the (already validated) inventory and predicts
 // every failure in its layout.
 func ForInventory(inv *inventory.Inventory, b *pki.Bundle) (*Prediction, error) {
-	r, err := roles.Render(inv, b)
-	if err != nil {
-		return nil, err
-	}
-	c, err := Read(inv, r)
+	c, err := ReadInventory(inv, b)
 	if err != nil {
 		return nil, err
 	}
 	return c.Predict(), nil
+}
+
+// ReadInventory renders the (already validated) inventory and reads the
+// cluster from the render, to evaluate failures one by one.
+func ReadInventory(inv *inventory.Inventory, b *pki.Bundle) (*Cluster, error) {
+	r, err := roles.Render(inv, b)
+	if err != nil {
+		return nil, err
+	}
+	return Read(inv, r)
 }
 
 // groups are the table's consumer columns: one per kind, so a 7-node
@@ -104,18 +110,37 @@ func label(state string) string {
 	return state
 }
 
-func dataCells(o Outcome, cps int) (etcd, writable string) {
-	etcd = fmt.Sprintf("%d/%d", o.Members, cps)
-	if o.Quorum {
-		etcd += " quorum"
-	} else {
-		etcd += " NO QUORUM"
+// dataCells says how many members are healthy (and up, when that
+// differs) and what can be done with the data.
+func dataCells(o Outcome, cps int) (etcd, data string) {
+	etcd = fmt.Sprintf("%d/%d healthy", o.Healthy, cps)
+	if o.Members != o.Healthy {
+		etcd += fmt.Sprintf(", %d up", o.Members)
 	}
-	writable = "yes"
-	if !o.Writable {
-		writable = "NO"
+	if !o.Quorum {
+		etcd += ", NO QUORUM"
+	}
+	data = o.Data
+	if data != DataWritable {
+		data = strings.ToUpper(data)
 	}
 	return
+}
+
+// vipCell says who the LAN reaches through the VIP, any split brain, and
+// where the VIP goes once the failed nodes are back.
+func vipCell(o Outcome) string {
+	v := o.VIP
+	if v == "" {
+		v = "-"
+	}
+	if o.SplitBrain() {
+		v += " (SPLIT BRAIN: on " + strings.Join(o.VIPHolders, " and ") + ")"
+	}
+	if o.Handback() {
+		v += ", back to " + o.VIPAfter
+	}
+	return v
 }
 
 func (p *Prediction) cps() int {
@@ -129,7 +154,7 @@ func (p *Prediction) cps() int {
 }
 
 func (p *Prediction) header() []string {
-	h := []string{"failure", "etcd", "writable"}
+	h := []string{"failure", "etcd", "data"}
 	if p.Layout == inventory.LayoutVIP {
 		h = append(h, "VIP on")
 	}
@@ -146,11 +171,7 @@ func (p *Prediction) rows() [][]string {
 		etcd, wr := dataCells(o, p.cps())
 		row := []string{o.Failure.ID, etcd, wr}
 		if p.Layout == inventory.LayoutVIP {
-			v := o.VIP
-			if v == "" {
-				v = "-"
-			}
-			row = append(row, v)
+			row = append(row, vipCell(o))
 		}
 		for _, g := range p.columns() {
 			row = append(row, groupCell(o, kinds, g.kind))
@@ -166,7 +187,11 @@ func WriteTable(w io.Writer, ps []*Prediction) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "layout %s, endpoint %s\n", p.Layout, p.Endpoint)
+		fmt.Fprintf(w, "layout %s, endpoint %s", p.Layout, p.Endpoint)
+		if p.VIPHolder != "" {
+			fmt.Fprintf(w, ", VIP on %s while healthy", p.VIPHolder)
+		}
+		fmt.Fprintln(w)
 		for _, r := range p.Risks() {
 			fmt.Fprintf(w, "  risk: %s (%s) %s\n", r.ID, r.Address, r.Risk)
 		}
@@ -187,6 +212,9 @@ func WriteTable(w io.Writer, ps []*Prediction) error {
 func WriteMarkdown(w io.Writer, ps []*Prediction) error {
 	for _, p := range ps {
 		fmt.Fprintf(w, "### %s (endpoint `%s`)\n\n", p.Layout, p.Endpoint)
+		if p.VIPHolder != "" {
+			fmt.Fprintf(w, "The VIP sits on %s while everything is healthy.\n\n", p.VIPHolder)
+		}
 		h := p.header()
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat("---|", len(h)))
 		for _, r := range p.rows() {

@@ -74,8 +74,13 @@ type Cluster struct {
 	Workers       []string
 	Addresses     map[string]string // node -> own address
 	// Priority is each control-plane node's keepalived priority (vip only).
-	Priority  map[string]int
-	Consumers []Consumer
+	Priority map[string]int
+	// CheckWeight is what the apiserver check adds to a node's priority
+	// while it fails (negative); NoPreempt keeps the VIP where it is when a
+	// higher-priority node comes back.
+	CheckWeight int
+	NoPreempt   bool
+	Consumers   []Consumer
 }
 
 // etcdLocal is where kubeadm points a stacked control-plane node's
@@ -86,6 +91,8 @@ const etcdLocal = "127.0.0.1:2379"
 var (
 	priorityRE = regexp.MustCompile(`(?m)^\s*priority\s+(\d+)`)
 	vipRE      = regexp.MustCompile(`(?m)^\s*virtual_ipaddress\s*\{\s*\n\s*([0-9a-fA-F.:]+)(?:/\d+)?`)
+	weightRE   = regexp.MustCompile(`(?m)^\s*weight\s+(-?\d+)`)
+	preemptRE  = regexp.MustCompile(`(?m)^\s*nopreempt\b`)
 )
 
 // Read extracts the cluster's consumers and their addresses from a render.
@@ -160,6 +167,12 @@ func Read(inv *inventory.Inventory, r *roles.Rendered) (*Cluster, error) {
 				c.Priority[n.Name], _ = strconv.Atoi(string(m[1]))
 				if v := vipRE.FindSubmatch(f.Content); v != nil {
 					c.VIP = string(v[1])
+				}
+				if m := weightRE.FindSubmatch(f.Content); m != nil {
+					c.CheckWeight, _ = strconv.Atoi(string(m[1]))
+				}
+				if preemptRE.Match(f.Content) {
+					c.NoPreempt = true
 				}
 			}
 		}

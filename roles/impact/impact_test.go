@@ -69,49 +69,76 @@ func outcome(t *testing.T, p *Prediction, failure string) Outcome {
 func TestPredict(t *testing.T) {
 	withDNS := func(inv *inventory.Inventory) { inv.Cluster.Endpoint.DNSName = "api.homelab.lan" }
 	withCilium := func(inv *inventory.Inventory) { inv.Cluster.KubeProxy.Replacement = inventory.ReplacementCilium }
+	// data: etcd members healthy/up, quorum, data state; vip: holder,
+	// every holder, holder after recovery.
+	type data struct {
+		healthy, up int
+		quorum      bool
+		state       string
+	}
+	type vip struct{ holder, holders, after string }
+	full, lostOne := data{3, 3, true, DataWritable}, data{2, 2, true, DataWritable}
 	cases := []struct {
 		name, layout string
 		edit         func(*inventory.Inventory)
 		failure      string
-		quorum       bool
-		writable     bool
-		vip          string
+		data         data
+		vip          vip
 		cells        map[string]string
 	}{
-		{"vip: cp-1 off, the VIP moves, everyone keeps access", "vip", nil, "off cp-1", true, true, "cp-2", map[string]string{
+		{"vip: cp-1 off, the VIP moves and comes back, everyone keeps access", "vip", nil, "off cp-1", lostOne, vip{"cp-2", "cp-2", "cp-1"}, map[string]string{
 			"kubectl": OK, "cluster-info": OK, "kube-proxy": OK, "kubelet/gpu-1": OK, "kubelet/cp-2": OK,
 			"kubelet/cp-1": Gone, "controller-manager/cp-2": OK, "apiserver-etcd/cp-3": OK, "apiserver-etcd/cp-1": Gone}},
-		{"vip: a worker off touches only its kubelet", "vip", nil, "off gpu-1", true, true, "cp-1", map[string]string{
+		{"vip: a worker off touches only its kubelet", "vip", nil, "off gpu-1", full, vip{"cp-1", "cp-1", "cp-1"}, map[string]string{
 			"kubectl": OK, "kubelet/gpu-1": Gone, "kubelet/gpu-2": OK}},
-		{"single-ip: the seed's incident, data kept and access lost", "single-ip", nil, "off cp-1", true, true, "", map[string]string{
+		{"single-ip: the seed's incident, data kept and access lost", "single-ip", nil, "off cp-1", lostOne, vip{}, map[string]string{
 			"kubectl": Down, "cluster-info": Down, "kube-proxy": Down, "kubelet/gpu-1": Down, "kubelet/gpu-4": Down,
 			"kubelet/cp-2": OK, "controller-manager/cp-2": OK, "scheduler/cp-3": OK, "apiserver-etcd/cp-2": OK, "kubelet/cp-1": Gone}},
-		{"single-ip: another control-plane node off costs nothing", "single-ip", nil, "off cp-2", true, true, "", map[string]string{
+		{"single-ip: another control-plane node off costs nothing", "single-ip", nil, "off cp-2", lostOne, vip{}, map[string]string{
 			"kubectl": OK, "kubelet/gpu-1": OK, "kubelet/cp-2": Gone}},
-		{"two control-plane nodes off: no quorum in any layout", "vip", nil, "off cp-1+cp-2", false, false, "cp-3", map[string]string{
-			"kubectl": Down, "kubelet/cp-3": Down, "apiserver-etcd/cp-3": Down, "kubelet/gpu-1": Down}},
-		{"keepalived dead on the holder: the VIP moves, nothing lost", "vip", nil, "keepalived dead on VIP holder", true, true, "cp-2", map[string]string{
-			"kubectl": OK, "kubelet/cp-1": OK}},
-		{"keepalived failure does not exist without keepalived", "single-ip", nil, "keepalived dead on VIP holder", true, true, "", map[string]string{
+		{"two control-plane nodes off: no quorum, the survivor's data read-only", "vip", nil, "off cp-1+cp-2", data{0, 1, false, DataReadOnly}, vip{"cp-3", "cp-3", "cp-1"}, map[string]string{
+			"kubectl": Down, "kubelet/cp-3": Down, "apiserver-etcd/cp-3": Down, "kubelet/gpu-1": Down, "kubelet/cp-1": Gone}},
+		{"single-ip: two nodes off but the endpoint's", "single-ip", nil, "off cp-2+cp-3", data{0, 1, false, DataReadOnly}, vip{}, map[string]string{
+			"kubectl": Down, "kubelet/cp-1": Down, "apiserver-etcd/cp-1": Down}},
+		{"keepalived killed on the holder: the VIP moves, its address stays behind", "vip", nil, "keepalived dead on cp-1", full, vip{"cp-2", "cp-1 cp-2", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/cp-1": OK, "apiserver-etcd/cp-1": OK}},
+		{"keepalived killed on a backup changes nothing", "vip", nil, "keepalived dead on cp-2", full, vip{"cp-1", "cp-1", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/gpu-1": OK}},
+		{"keepalived failure does not exist without keepalived", "single-ip", nil, "keepalived dead on cp-1", full, vip{}, map[string]string{
 			"kubectl": NA}},
-		{"vip: the holder cut off, the LAN follows the VIP, the island loses etcd", "vip", nil, "cut cp-1", true, true, "cp-2", map[string]string{
-			"kubectl": OK, "kubelet/gpu-1": OK, "kubelet/cp-1": Down, "apiserver-etcd/cp-1": Down, "kubelet/cp-2": OK}},
-		{"single-ip: the endpoint node cut off", "single-ip", nil, "cut cp-1", true, true, "", map[string]string{
+		{"vip: the holder cut off, the LAN follows the VIP, the island loses etcd", "vip", nil, "cut cp-1", lostOne, vip{"cp-2", "cp-2", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/gpu-1": OK, "kubelet/cp-1": Down, "controller-manager/cp-1": Down, "apiserver-etcd/cp-1": Down, "kubelet/cp-2": OK}},
+		{"vip: a backup cut off", "vip", nil, "cut cp-3", lostOne, vip{"cp-1", "cp-1", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/cp-3": Down, "apiserver-etcd/cp-3": Down}},
+		{"single-ip: the endpoint node cut off", "single-ip", nil, "cut cp-1", lostOne, vip{}, map[string]string{
 			"kubectl": Down, "kubelet/gpu-1": Down, "kubelet/cp-1": Down, "kubelet/cp-2": OK}},
-		{"dns: access waits for the record to change", "dns", withDNS, "off cp-1", true, true, "", map[string]string{
+		{"vip: the holder's apiserver dead, the track script moves the VIP", "vip", nil, "apiserver dead on cp-1", full, vip{"cp-2", "cp-2", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/gpu-1": OK, "kubelet/cp-1": Down, "controller-manager/cp-1": Down, "scheduler/cp-1": Down,
+			"apiserver-etcd/cp-1": Gone, "kubelet/cp-2": OK}},
+		{"vip: a backup's apiserver dead costs its own node's components", "vip", nil, "apiserver dead on cp-2", full, vip{"cp-1", "cp-1", "cp-1"}, map[string]string{
+			"kubectl": OK, "kubelet/cp-2": Down, "scheduler/cp-2": Down, "apiserver-etcd/cp-2": Gone, "kubelet/cp-1": OK}},
+		{"single-ip: the endpoint's apiserver dead is the seed's incident with every node up", "single-ip", nil, "apiserver dead on cp-1", full, vip{}, map[string]string{
+			"kubectl": Down, "kubelet/gpu-1": Down, "kube-proxy": Down, "kubelet/cp-2": OK, "apiserver-etcd/cp-1": Gone}},
+		{"dns: access waits for the record to change", "dns", withDNS, "off cp-1", lostOne, vip{}, map[string]string{
 			"kubectl": Manual, "kubelet/gpu-1": Manual, "kubelet/cp-2": OK}},
-		{"dns: a worker off changes no record", "dns", withDNS, "off gpu-2", true, true, "", map[string]string{
+		{"dns: a dead apiserver needs the record changed too", "dns", withDNS, "apiserver dead on cp-2", full, vip{}, map[string]string{
+			"kubectl": Manual, "kubelet/cp-1": OK}},
+		{"dns: a worker off changes no record", "dns", withDNS, "off gpu-2", full, vip{}, map[string]string{
 			"kubectl": OK}},
-		{"cilium pinned to cp-1 by single-ip", "single-ip", withCilium, "off cp-1", true, true, "", map[string]string{
+		{"cilium pinned to cp-1 by single-ip", "single-ip", withCilium, "off cp-1", lostOne, vip{}, map[string]string{
 			"cilium": Down}},
-		{"cilium through the VIP", "vip", withCilium, "off cp-1", true, true, "cp-2", map[string]string{
+		{"cilium through the VIP", "vip", withCilium, "off cp-1", lostOne, vip{"cp-2", "cp-2", "cp-1"}, map[string]string{
 			"cilium": OK}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := outcome(t, predict(t, tc.layout, tc.edit), tc.failure)
-			if o.Quorum != tc.quorum || o.Writable != tc.writable || o.VIP != tc.vip {
-				t.Errorf("quorum %v writable %v VIP %q, want %v %v %q", o.Quorum, o.Writable, o.VIP, tc.quorum, tc.writable, tc.vip)
+			got := data{o.Healthy, o.Members, o.Quorum, o.Data}
+			if got != tc.data || o.Writable != (tc.data.state == DataWritable) {
+				t.Errorf("etcd %+v writable %v, want %+v", got, o.Writable, tc.data)
+			}
+			if gv := (vip{o.VIP, strings.Join(o.VIPHolders, " "), o.VIPAfter}); gv != tc.vip {
+				t.Errorf("VIP %+v, want %+v", gv, tc.vip)
 			}
 			for id, want := range tc.cells {
 				c, ok := o.Cell(id)
@@ -124,6 +151,84 @@ func TestPredict(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// nopreempt, read from the rendered keepalived.conf, keeps the VIP where
+// the failure put it: no handback.
+func TestPredictNoPreempt(t *testing.T) {
+	inv := load(t, nil)
+	c, err := ReadInventory(inv, bundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CheckWeight != -149 || c.NoPreempt {
+		t.Fatalf("read weight %d nopreempt %v from keepalived.conf, want -149 false", c.CheckWeight, c.NoPreempt)
+	}
+	if o := c.Evaluate(NewFailure(FailOff, "cp-1")); !o.Handback() || o.VIPAfter != "cp-1" {
+		t.Errorf("with preemption the VIP returns to cp-1: after %q", o.VIPAfter)
+	}
+	c.NoPreempt = true
+	if o := c.Evaluate(NewFailure(FailOff, "cp-1")); o.Handback() || o.VIPAfter != "cp-2" {
+		t.Errorf("nopreempt: the VIP stays on cp-2, predicted %q", o.VIPAfter)
+	}
+	// Without the check's weight a dead apiserver would keep the VIP.
+	c.NoPreempt, c.CheckWeight = false, 0
+	if o := c.Evaluate(NewFailure(FailAPIServer, "cp-1")); o.VIP != "cp-1" || o.Cells[0].State != Down {
+		t.Errorf("no track script weight: VIP %q kubectl %s, want cp-1 down", o.VIP, o.Cells[0].State)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	p := predict(t, "vip", nil)
+	var ids []string
+	kinds := map[string]int{}
+	for _, o := range p.Outcomes {
+		ids = append(ids, o.Failure.ID)
+		kinds[o.Failure.Kind]++
+	}
+	// 7 nodes off, 3 pairs, and on each control-plane node a cut, keepalived and the apiserver.
+	if len(ids) != 7+3+3+3+3 || kinds[FailCut] != 3 || kinds[FailKeepalived] != 3 || kinds[FailAPIServer] != 3 {
+		t.Errorf("failures %v", ids)
+	}
+	for _, want := range []string{"off cp-1", "off cp-2+cp-3", "cut cp-2", "keepalived dead on cp-1", "apiserver dead on cp-3"} {
+		if _, ok := p.Outcome(want); !ok {
+			t.Errorf("no failure %q in %v", want, ids)
+		}
+	}
+	if p.VIPHolder != "cp-1" {
+		t.Errorf("VIP holder while healthy %q", p.VIPHolder)
+	}
+}
+
+// Check names everything wrong with a failure at once.
+func TestCheckFailure(t *testing.T) {
+	c, err := ReadInventory(load(t, nil), bundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		f    Failure
+		want []string // substrings of the error; none: valid
+	}{
+		{NewFailure(FailCut, "gpu-1"), nil},
+		{NewFailure(FailOff, "cp-1", "cp-2"), nil},
+		{NewFailure(FailAPIServer, "gpu-1", "cp-9"), []string{"gpu-1 is a worker", `"cp-9" is not a node`}},
+		{NewFailure(FailKeepalived, "cp-1", "cp-1"), []string{"cp-1 is named twice"}},
+		{NewFailure("reboot", "cp-1"), []string{`"reboot"`, "apiserver"}},
+		{Failure{Kind: FailOff}, []string{"no node"}},
+	}
+	for _, tc := range cases {
+		err := c.Check(tc.f)
+		if (err == nil) != (tc.want == nil) {
+			t.Errorf("%+v: %v", tc.f, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %v lacks %q", tc.f, err, w)
+			}
+		}
 	}
 }
 

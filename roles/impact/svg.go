@@ -26,7 +26,7 @@ const (
 )
 
 // WriteSVG draws a heat-map: one block per layout, a row per failure, a
-// column per consumer, plus the data columns (etcd quorum, writable). Built
+// column per consumer, plus the data columns (etcd quorum; writable, read-only or unavailable). Built
 // by hand so the docs' picture needs no network, no fonts, no tool.
 func WriteSVG(w io.Writer, ps []*Prediction) error {
 	cols := 0
@@ -51,7 +51,7 @@ func WriteSVG(w io.Writer, ps []*Prediction) error {
 	}
 	// Column headers from the first layout (every layout has the same
 	// consumers, in the same order, but for Cilium versus kube-proxy).
-	head := []string{"etcd quorum", "writable"}
+	head := []string{"etcd quorum", "data"}
 	for _, c := range ps[0].Consumers {
 		head = append(head, c.ID)
 	}
@@ -68,16 +68,22 @@ func WriteSVG(w io.Writer, ps []*Prediction) error {
 		y += svgCell
 		for _, o := range p.Outcomes {
 			fmt.Fprintf(&b, `<text x="16" y="%d" %s>%s</text>`+"\n", y+11, svgFont, html.EscapeString(o.Failure.ID))
-			data := []bool{o.Quorum, o.Writable}
-			for i, ok := range data {
+			data := []struct {
+				ok   bool
+				what string
+			}{
+				{o.Quorum, fmt.Sprintf("%d/%d members healthy, %d up", o.Healthy, p.cps(), o.Members)},
+				{o.Data == DataWritable, o.Data},
+			}
+			for i, d := range data {
 				col := stateColour[OK]
-				if !ok {
+				if !d.ok {
 					col = stateColour[Down]
 				}
-				if o.Cells != nil && len(o.Cells) > 0 && o.Cells[0].State == NA {
+				if len(o.Cells) > 0 && o.Cells[0].State == NA {
 					col = stateColour[NA]
 				}
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="white"><title>%s</title></rect>`+"\n", x0+i*svgCell, y, svgCell, svgCell, col, html.EscapeString(p.Layout+" / "+o.Failure.ID+" / "+head[i]))
+				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="white"><title>%s</title></rect>`+"\n", x0+i*svgCell, y, svgCell, svgCell, col, html.EscapeString(p.Layout+" / "+o.Failure.ID+" / "+head[i]+": "+d.what))
 			}
 			for i, c := range o.Cells {
 				why := c.State
@@ -102,7 +108,7 @@ func stateLegend(s string) string {
 	case Down:
 		return "alive, no API"
 	case Gone:
-		return "its node is off"
+		return "not running"
 	case Manual:
 		return "after a DNS change"
 	}
