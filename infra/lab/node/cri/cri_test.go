@@ -199,4 +199,3 @@ func kubeBin(name string) string {
 	}
 	return p
 }
-
