@@ -46,7 +46,7 @@ type Options struct {
 	// at once rather than at the next interval.
 	Changed <-chan struct{}
 	Machine Machine
-	Logf           func(format string, args ...any)
+	Logf    func(format string, args ...any)
 }
 
 // Run registers the node and keeps its status and lease fresh until ctx

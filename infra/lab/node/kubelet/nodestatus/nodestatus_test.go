@@ -26,8 +26,8 @@ func keeperFor(client *fake.Clientset) *keeper {
 			return Runtime{LastSync: time.Now(), Answered: true, RuntimeReady: &RuntimeCondition{Type: "RuntimeReady", Status: true},
 				NetworkReady: &RuntimeCondition{Type: "NetworkReady", Status: true}}
 		},
-		Machine:        DetectMachine("/", 0),
-		Logf:           func(string, ...any) {},
+		Machine: DetectMachine("/", 0),
+		Logf:    func(string, ...any) {},
 	}}
 }
 

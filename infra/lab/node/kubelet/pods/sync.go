@@ -113,7 +113,9 @@ type record struct {
 	NextTry   time.Time `json:"nextTry,omitzero"`
 }
 
-func (s *syncer) recordPath(uid types.UID) string { return filepath.Join(s.o.StateDir, string(uid)+".json") }
+func (s *syncer) recordPath(uid types.UID) string {
+	return filepath.Join(s.o.StateDir, string(uid)+".json")
+}
 
 func (s *syncer) load(pod *corev1.Pod) record {
 	r := record{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}
