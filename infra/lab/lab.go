@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 	"github.com/homelab-dev/homelab/inventory"
 )
 
@@ -60,6 +61,9 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		return s, false, fmt.Errorf("%w\n(the lab is partly up; `homelab lab down` removes what was made)", err)
 	}
 	if err := l.ensureBase(); err != nil {
+		return fail(err)
+	}
+	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
 		return fail(err)
 	}
 	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion); err != nil {
@@ -206,6 +210,9 @@ func (l *Lab) warnSSHPaths(inv *inventory.Inventory) {
 	}
 	if inv.SSH.KnownHosts != "" && inv.SSH.KnownHosts != l.KnownHostsPath() {
 		l.logf("lab: warning: the inventory's ssh.knownHosts is %s but this lab writes %s", inv.SSH.KnownHosts, l.KnownHostsPath())
+	}
+	if ch := inv.Cluster.Cilium.Chart; ch != "" && ch != l.ChartPath() {
+		l.logf("lab: warning: the inventory's cluster.cilium.chart is %s but this lab's Cilium stand-in chart is %s", ch, l.ChartPath())
 	}
 }
 

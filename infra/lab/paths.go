@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 )
 
 const (
@@ -85,6 +87,10 @@ func (l *Lab) sshDir() string         { return filepath.Join(l.Dir, "ssh") }
 func (l *Lab) KeyPath() string        { return filepath.Join(l.sshDir(), "id_ed25519") }
 func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_hosts") }
 func (l *Lab) toolsDir() string       { return filepath.Join(l.Dir, "tools") }
+
+// ChartPath is the lab's stand-in for Cilium's chart archive
+// (inventory/lab.yaml's cluster.cilium.chart).
+func (l *Lab) ChartPath() string { return filepath.Join(l.Dir, "charts", ciliumchart.FileName) }
 func (l *Lab) baseDir() string        { return filepath.Join(l.Dir, "base") }
 func (l *Lab) nodeDir(name string) string {
 	return filepath.Join(l.Dir, "nodes", name)
