@@ -91,7 +91,7 @@ func (l *Lab) toolsDir() string       { return filepath.Join(l.Dir, "tools") }
 // ChartPath is the lab's stand-in for Cilium's chart archive
 // (inventory/lab.yaml's cluster.cilium.chart).
 func (l *Lab) ChartPath() string { return filepath.Join(l.Dir, "charts", ciliumchart.FileName) }
-func (l *Lab) baseDir() string        { return filepath.Join(l.Dir, "base") }
+func (l *Lab) baseDir() string   { return filepath.Join(l.Dir, "base") }
 func (l *Lab) nodeDir(name string) string {
 	return filepath.Join(l.Dir, "nodes", name)
 }
