@@ -144,10 +144,13 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	}
 
 	// Workers join in parallel once every control-plane node is in.
+	joins := append([]pulumi.Resource{}, cpDone...)
 	for _, n := range inv.Workers() {
-		if _, err := newWorker(ctx, cl, cfg, rendered, n, via, joinArgs(n, false), last); err != nil {
+		w, err := newWorker(ctx, cl, cfg, rendered, n, via, joinArgs(n, false), last)
+		if err != nil {
 			return nil, err
 		}
+		joins = append(joins, w.Join)
 	}
 
 	var members pulumi.Array
@@ -200,7 +203,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		prev = a
 	}
 
-	if _, err := declareDataplane(ctx, cl, cfg, via, init); err != nil {
+	if _, err := declareDataplane(ctx, cl, cfg, via, init, joins); err != nil {
 		return nil, err
 	}
 

@@ -16,6 +16,15 @@ func TestDataplaneDeclared(t *testing.T) {
 	if !dependsOn(d, "homelab:index:KubeadmInit", "cp-1") {
 		t.Errorf("Dataplane does not follow init: %v", d.deps)
 	}
+	// It waits for every node Ready: every node must have joined first.
+	for _, n := range []string{"cp-2", "cp-3", "gpu-1", "gpu-4"} {
+		if !dependsOn(d, "homelab:index:KubeadmJoin", n) {
+			t.Errorf("Dataplane does not follow %s's join: %v", n, d.deps)
+		}
+	}
+	if got := d.inputs["cni"].StringValue(); got != "cilium" {
+		t.Errorf("cni %q", got)
+	}
 	if got := d.inputs["replacement"].StringValue(); got != "cilium" {
 		t.Errorf("replacement %q", got)
 	}

@@ -10,32 +10,31 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
-// Dataplane is who implements Services: kube-proxy, or Cilium's eBPF
-// kube-proxy replacement. Its live state is what the cluster runs (the
-// kube-proxy DaemonSet and ConfigMap, the Cilium release and its values,
-// KUBE-* rules left on nodes), so changing cluster.kubeProxy.replacement
-// swaps a live cluster in the order that never leaves Services unserved.
+// Dataplane is the cluster's pod network and who implements Services:
+// Cilium is the CNI in every mode, and either kube-proxy or Cilium's eBPF
+// kube-proxy replacement serves Services. Its live state is what the
+// cluster runs (the kube-proxy DaemonSet and ConfigMap, the Cilium release
+// and its values, nodes whose runtime has no pod network, KUBE-* rules left
+// on nodes), so changing cluster.kubeProxy.replacement swaps a live
+// cluster in the order that never leaves Services unserved, and a node
+// that lost its CNI configuration is repaired.
 //
-// To Cilium: install or upgrade the release with the replacement on and
-// wait for it; only then delete kube-proxy's objects and its rules on every
-// node. Back: restore kube-proxy with kubeadm and wait for it; only then
-// upgrade the release with the replacement off. Cilium stays installed as
-// the CNI: uninstalling it would cut every pod's network.
+// Fresh: the release is installed with the replacement on or off, then
+// every agent must be ready and every Node Ready (a node that is not is
+// reported with its own Ready condition). To the replacement: upgrade the
+// release with it on and wait for every agent; only then delete
+// kube-proxy's objects and its rules on every node. Back: restore
+// kube-proxy with kubeadm and wait for it; only then upgrade the release
+// with the replacement off. The swap switches only the replacement: Cilium
+// stays the CNI, and uninstalling it would cut every pod's network.
+// With cluster.cni none no release is installed (the user brings a CNI).
 type Dataplane struct{}
-
-// Wait modes for kube-proxy after a swap back.
-const (
-	// WaitReady waits for a kube-proxy pod ready on every node.
-	WaitReady = "ready"
-	// WaitScheduled waits only for the pods to be created: for clusters
-	// whose nodes run no containers (the emulated homelab).
-	WaitScheduled = "scheduled"
-)
 
 type DataplaneArgs struct {
 	// Via is the first control-plane node: admin.conf, kubeadm and the
@@ -46,6 +45,9 @@ type DataplaneArgs struct {
 	Nodes []Connection `pulumi:"nodes"`
 	// Replacement is none (kube-proxy) or cilium.
 	Replacement string `pulumi:"replacement"`
+	// CNI is cilium (installed here) or none (the user's own); empty is
+	// cilium.
+	CNI string `pulumi:"cni,optional"`
 	// InitConfigPath is kubeadm's init config on Via: restoring kube-proxy
 	// renders it from there, with the inventory's mode.
 	InitConfigPath string `pulumi:"initConfigPath"`
@@ -60,7 +62,6 @@ type DataplaneArgs struct {
 	ChartVersion string `pulumi:"chartVersion"`
 	Release      string `pulumi:"release"`
 	Namespace    string `pulumi:"namespace"`
-	Wait         string `pulumi:"wait,optional"`
 	TimeoutSec   int    `pulumi:"timeoutSeconds,optional"`
 }
 
@@ -75,10 +76,13 @@ type DataplaneState struct {
 	// StaleRules names the nodes still holding kube-proxy's rules while
 	// Cilium replaces it (read only then: with kube-proxy they are its own).
 	StaleRules []string `pulumi:"staleRules,optional"`
+	// NetworkNotReady names the declared nodes whose Ready condition says
+	// their runtime has no pod network (its CNI configuration gone).
+	NetworkNotReady []string `pulumi:"networkNotReady,optional"`
 }
 
 func (d *Dataplane) Annotate(a infer.Annotator) {
-	a.Describe(&d, "kube-proxy or Cilium's kube-proxy replacement; reads back the kube-proxy objects, the Cilium release and stale KUBE-* rules.")
+	a.Describe(&d, "Cilium as the pod network, with kube-proxy or Cilium's kube-proxy replacement; reads back the kube-proxy objects, the Cilium release, nodes without a pod network and stale KUBE-* rules.")
 	a.SetToken("index", "Dataplane")
 }
 
@@ -94,6 +98,9 @@ func canonical(values string) string {
 }
 
 func (a DataplaneArgs) cilium() bool { return a.Replacement == "cilium" }
+
+// ciliumCNI: homelab installs Cilium as the pod network.
+func (a DataplaneArgs) ciliumCNI() bool { return a.CNI != "none" }
 
 func (a DataplaneArgs) timeout() time.Duration {
 	if a.TimeoutSec > 0 {
@@ -113,10 +120,14 @@ func (a DataplaneArgs) chartChanged(b DataplaneArgs) bool {
 // desired is the state a converged cluster reads back as.
 func desiredDataplane(in DataplaneArgs, old DataplaneState) DataplaneState {
 	st := DataplaneState{DataplaneArgs: in, KubeProxy: !in.cilium()}
-	st.ReleasePresent = in.cilium() || old.ReleasePresent
-	if st.ReleasePresent {
+	st.ReleasePresent = in.ciliumCNI() || old.ReleasePresent
+	switch {
+	case in.ciliumCNI():
 		st.ReleaseValues = canonical(in.Values)
 		st.ReleaseChart = old.ReleaseChart
+	case old.ReleasePresent:
+		// A release left from before cni: none is the user's now.
+		st.ReleaseValues, st.ReleaseChart = old.ReleaseValues, old.ReleaseChart
 	}
 	return st
 }
@@ -130,7 +141,7 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 	if in.cilium() == st.KubeProxy {
 		d["kubeProxy"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.cilium() || st.ReleasePresent {
+	if in.ciliumCNI() {
 		if !st.ReleasePresent {
 			d["releasePresent"] = p.PropertyDiff{Kind: p.Update}
 		}
@@ -140,6 +151,12 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 		if in.chartChanged(st.DataplaneArgs) {
 			d["chart"] = p.PropertyDiff{Kind: p.Update}
 		}
+		if len(st.NetworkNotReady) > 0 {
+			d["networkNotReady"] = p.PropertyDiff{Kind: p.Update}
+		}
+	}
+	if in.CNI != st.CNI {
+		d["cni"] = p.PropertyDiff{Kind: p.Update}
 	}
 	if in.cilium() && len(st.StaleRules) > 0 {
 		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
@@ -222,6 +239,21 @@ func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st Dat
 		b, _ := json.Marshal(rel.Values)
 		st.ReleaseValues = string(b)
 	}
+	if in.ciliumCNI() {
+		cs, err := apiClient(ctx, c, in.Via.Node)
+		if err != nil {
+			return st, "", err
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return st, "", err
+		}
+		var want []string
+		for _, n := range in.Nodes {
+			want = append(want, n.Node)
+		}
+		st.NetworkNotReady = networkNotReady(nodes.Items, want)
+	}
 	if in.cilium() {
 		for _, n := range in.Nodes {
 			stale, err := nodeHasKubeRules(ctx, n)
@@ -268,6 +300,15 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 		return DataplaneState{}, err
 	}
 	log := p.GetLogger(ctx)
+	if !in.ciliumCNI() {
+		if !live.KubeProxy {
+			if err := restoreKubeProxy(ctx, c, in); err != nil {
+				return live, err
+			}
+		}
+		log.Warningf("cluster.cni is none: homelab installs no pod network; every node stays NotReady (container runtime network not ready) until you install one")
+		return reread(ctx, c, in)
+	}
 	// Only when something differs: every upgrade is a new revision and a
 	// restart of Cilium's agents.
 	stale := !live.ReleasePresent || status != "deployed" || canonical(in.Values) != live.ReleaseValues ||
@@ -277,6 +318,11 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 			if err := applyRelease(ctx, c, in, "with the kube-proxy replacement on"); err != nil {
 				return live, err
 			}
+		}
+		// Every agent in replacement mode before kube-proxy goes: Helm's
+		// wait lets some agents still be restarting.
+		if err := repairAndWaitNetwork(ctx, c, in, live, stale); err != nil {
+			return live, err
 		}
 		if live.KubeProxy {
 			log.Infof("Cilium is up; removing kube-proxy")
@@ -296,20 +342,43 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 	}
 	if !live.KubeProxy {
 		log.Infof("restoring kube-proxy before turning Cilium's replacement off")
-		if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
-			"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
-			return live, err
-		}
-		if err := waitKubeProxy(ctx, c, in); err != nil {
+		if err := restoreKubeProxy(ctx, c, in); err != nil {
 			return live, err
 		}
 	}
-	if live.ReleasePresent && stale {
-		if err := applyRelease(ctx, c, in, "with the kube-proxy replacement off"); err != nil {
+	if stale {
+		what := "with the kube-proxy replacement off"
+		if !live.ReleasePresent {
+			what = "as the pod network, kube-proxy serving Services"
+		}
+		if err := applyRelease(ctx, c, in, what); err != nil {
 			return live, err
 		}
+	}
+	if err := repairAndWaitNetwork(ctx, c, in, live, stale); err != nil {
+		return live, err
 	}
 	return reread(ctx, c, in)
+}
+
+// repairAndWaitNetwork restarts the agents of nodes that lost their pod
+// network (unless the release was just applied, which rolled them all) and
+// waits until every agent is ready and every node Ready.
+func repairAndWaitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs, live DataplaneState, applied bool) error {
+	if !applied && len(live.NetworkNotReady) > 0 {
+		if err := restartAgents(ctx, c, in, live.NetworkNotReady); err != nil {
+			return err
+		}
+	}
+	return waitNetwork(ctx, c, in)
+}
+
+func restoreKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
+		"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
+		return err
+	}
+	return waitKubeProxy(ctx, c, in)
 }
 
 func reread(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, error) {
@@ -336,9 +405,9 @@ func applyRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs, what str
 	return err
 }
 
-// waitKubeProxy waits until the DaemonSet has a pod for every node (and,
-// with WaitReady, every pod is available): Cilium's replacement must not be
-// turned off before kube-proxy serves Services.
+// waitKubeProxy waits until the DaemonSet has an available pod on every
+// node: Cilium's replacement must not be turned off before kube-proxy
+// serves Services.
 func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 	cmd := kubectl + ` -n kube-system get daemonset/kube-proxy -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}'`
 	deadline := time.Now().Add(in.timeout())
@@ -349,11 +418,11 @@ func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 			return err
 		}
 		last = strings.TrimSpace(out)
-		if code == 0 && kubeProxyDone(last, in.Wait) {
+		if code == 0 && kubeProxyDone(last) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-proxy did not become %s within %s (generation observed desired current updated available: %s); Cilium's replacement stays on", waitMode(in.Wait), in.timeout(), last)
+			return fmt.Errorf("kube-proxy did not become ready on every node within %s (generation observed desired current updated available: %s); Cilium's replacement stays on", in.timeout(), last)
 		}
 		select {
 		case <-ctx.Done():
@@ -363,14 +432,7 @@ func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 	}
 }
 
-func waitMode(w string) string {
-	if w == WaitScheduled {
-		return WaitScheduled
-	}
-	return WaitReady
-}
-
-func kubeProxyDone(status, wait string) bool {
+func kubeProxyDone(status string) bool {
 	f := strings.Fields(status)
 	if len(f) < 5 {
 		return false
@@ -383,7 +445,7 @@ func kubeProxyDone(status, wait string) bool {
 	if observed < gen || desired == 0 || current < desired || updated < desired {
 		return false
 	}
-	return waitMode(wait) == WaitScheduled || available >= desired
+	return available >= desired
 }
 
 // kubeletChains are KUBE-* chains the kubelet owns, not kube-proxy: they
