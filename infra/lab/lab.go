@@ -86,7 +86,10 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err := l.saveState(s); err != nil {
 		return fail(err)
 	}
-	if err := l.writeKnownHosts(s); err != nil {
+	if err := l.writeLabKnownHosts(s); err != nil {
+		return fail(err)
+	}
+	if err := l.recordInstalledHosts(s); err != nil {
 		return fail(err)
 	}
 	_, subnet, _ := net.ParseCIDR(s.CIDR)
