@@ -92,7 +92,7 @@ func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_
 // keeps a replaced machine's old key as a real one would.
 func (l *Lab) LabKnownHostsPath() string { return l.labKnownHostsPath() }
 func (l *Lab) labKnownHostsPath() string { return filepath.Join(l.sshDir(), "lab_known_hosts") }
-func (l *Lab) toolsDir() string       { return filepath.Join(l.Dir, "tools") }
+func (l *Lab) toolsDir() string          { return filepath.Join(l.Dir, "tools") }
 
 // ChartPath is the lab's stand-in for Cilium's chart archive
 // (inventory/lab.yaml's cluster.cilium.chart).
