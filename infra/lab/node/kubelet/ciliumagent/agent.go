@@ -32,17 +32,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/homelab-dev/homelab/infra/cniconf"
+	"github.com/homelab-dev/homelab/roles/cilium"
 )
 
 // What identifies the agent and its configuration, as Cilium's chart
 // names them.
 const (
-	Namespace  = "kube-system"
-	DaemonSet  = "cilium"
+	Namespace  = cilium.Namespace
+	DaemonSet  = cilium.AgentDaemonSet
 	AppLabel   = "k8s-app"
 	AppValue   = "cilium"
-	ConfigMap  = "cilium-config"
-	ConfigFile = "05-cilium.conflist"
+	ConfigMap  = cilium.ConfigMap
+	ConfigFile = cilium.ConfigFile
 	// hostPrefix is where the agent's pod mounts the node's root.
 	hostPrefix = "/host"
 )
