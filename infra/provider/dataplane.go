@@ -12,8 +12,10 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/cilium"
 )
 
 // Dataplane is the cluster's pod network and who implements Services:
@@ -209,11 +211,50 @@ func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, 
 	return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: live}, nil
 }
 
-// Delete leaves the dataplane as it is: destroying the stack resets every
-// node, and removing the pod network from a cluster that stays would cut it.
+// Delete runs when the stack is destroyed, before the nodes are reset:
+// the release is uninstalled (its agents would rewrite their
+// configuration), then what they wrote on the nodes goes, as Cilium's own
+// uninstall does it. kubeadm reset leaves /etc/cni/net.d alone, and a
+// stale 05-cilium.conflist would make a rebuilt node's runtime report its
+// network ready before any CNI runs.
 func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneState]) (infer.DeleteResponse, error) {
+	st := req.State
+	if !st.ciliumCNI() {
+		return infer.DeleteResponse{}, nil
+	}
+	log := p.GetLogger(ctx)
+	if c, err := dial(ctx, st.Via); err != nil {
+		log.Warningf("%s: not reachable (%v): the Cilium release is left as it is", st.Via.Node, err)
+	} else {
+		t, err := releaseTarget(ctx, c, st.DataplaneArgs)
+		if err == nil {
+			err = helmrelease.Uninstall(ctx, t, st.timeout())
+		}
+		c.Close()
+		if err != nil {
+			log.Warningf("uninstalling the Cilium release: %v", err)
+		}
+	}
+	for _, n := range st.Nodes {
+		c, err := dial(ctx, n)
+		if err != nil {
+			log.Warningf("%s: not reachable (%v): remove %s/%s by hand before reusing it", n.Node, err, cniconf.ConfDir, cilium.ConfigFile)
+			continue
+		}
+		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", ciliumCNIRemove)
+		c.Close()
+		if err != nil {
+			return infer.DeleteResponse{}, err
+		}
+	}
 	return infer.DeleteResponse{}, nil
 }
+
+// ciliumCNIRemove is Cilium's cni-uninstall: its configuration and plugin
+// go, other networks' configurations it set aside come back.
+var ciliumCNIRemove = `rm -f ` + cniconf.ConfDir + `/` + cilium.ConfigFile + ` ` + cniconf.BinDir + `/cilium-cni
+for f in ` + cniconf.ConfDir + `/*.cilium_bak; do [ -e "$f" ] && mv "$f" "${f%.cilium_bak}"; done
+true`
 
 const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy configmap/kube-proxy -o name --ignore-not-found"
 

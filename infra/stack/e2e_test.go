@@ -237,7 +237,7 @@ func (e *e2e) destroy(ctx context.Context, s *Stack) {
 		e.t.Fatalf("destroy: %v", err)
 	}
 	for _, n := range []string{"cp-1", "cp-2", "gpu-1"} {
-		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
+		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; ls /etc/cni/net.d 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
 		if strings.TrimSpace(out) != "" {
 			e.t.Errorf("%s not clean after destroy:\n%s", n, out)
 		}
