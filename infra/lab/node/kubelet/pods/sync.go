@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -191,6 +192,19 @@ func (s *syncer) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	r := s.load(pod)
 	v := View{NodeIP: s.o.NodeIP, Restarts: r.Restarts, LastExit: r.LastExit, Waiting: "ContainerCreating"}
 	post := func() error { return s.post(ctx, pod, v) }
+	if !r.Started.IsZero() {
+		// Running: nothing to check again while its sandbox lives (a
+		// running pod keeps running whatever happens to the network).
+		if ip, ok, err := s.readySandbox(ctx, r.SandboxID); err != nil {
+			return err
+		} else if ok {
+			v.Sandbox, v.PodIP, v.Started, v.Waiting = true, ip, r.Started, ""
+			if pod.Spec.HostNetwork || ip == "" {
+				v.PodIP = s.o.NodeIP
+			}
+			return post()
+		}
+	}
 
 	lookup := s.lookup(ctx)
 	if err := VolumeProblem(pod, lookup, s.o.Root); err != nil {
@@ -263,6 +277,24 @@ func (s *syncer) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	v.Started, v.Waiting = r.Started, ""
 	return post()
+}
+
+// readySandbox reports whether sandbox id is still ready, and its address.
+func (s *syncer) readySandbox(ctx context.Context, id string) (string, bool, error) {
+	if id == "" {
+		return "", false, nil
+	}
+	st, err := s.o.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if status.Code(err) == codes.NotFound {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("sandbox status: %w", err)
+	}
+	if st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return "", false, nil
+	}
+	return st.GetStatus().GetNetwork().GetIp(), true, nil
 }
 
 // sandbox returns the pod's ready sandbox, asking the runtime for one when
