@@ -182,7 +182,7 @@ func restartAgents(ctx context.Context, c *ssh.Client, in DataplaneArgs, nodes [
 		if err != nil {
 			return err
 		}
-		p.GetLogger(ctx).Infof("%s: its container runtime has no pod network (no CNI configuration): restarting its Cilium agent, which writes %s", n, cilium.ConfigFile)
+		p.GetLogger(ctx).Warningf("%s: its container runtime has no pod network (no CNI configuration): restarting its Cilium agent, which writes %s", n, cilium.ConfigFile)
 		for _, pod := range pods.Items {
 			if err := cs.CoreV1().Pods(in.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%s: restarting Cilium agent %s: %w", n, pod.Name, err)
