@@ -211,7 +211,13 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 			if err := l.Replace(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			return printStatus(cmd.Context(), cmd.OutOrStdout(), l, false)
+			if err := printStatus(cmd.Context(), cmd.OutOrStdout(), l, false); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\n%s is a new machine: %s still has its old host key, so homelab refuses it until you accept the new one\n"+
+				"(its console: homelab lab ssh %s ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub; then homelab hosts accept %s -f FILE --fingerprint SHA256:...)\n",
+				args[0], l.KnownHostsPath(), args[0], args[0])
+			return nil
 		},
 	}
 	readdress := &cobra.Command{
