@@ -260,6 +260,11 @@ func Run(ctx context.Context, c Config) error {
 	}
 	c.Logf("starting %s for node %s (node IP %q), static pods from %s", Version, c.NodeName, c.NodeIP, c.ManifestDir)
 
+	// The device manager's directory, which the kubelet makes at start:
+	// device plugins mount it and register on its socket.
+	if err := os.MkdirAll(filepath.Join(c.RootDir, "device-plugins"), 0o755); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
