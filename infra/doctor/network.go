@@ -45,6 +45,14 @@ func readCNI(ctx context.Context, c *ssh.Client) cniFacts {
 	return cniFacts{read: true, network: n, err: err}
 }
 
+// CNI reads the network a node's runtime would load from /etc/cni/net.d
+// (containerd's rules), and why there is none; ok is false when the
+// directory could not be read at all.
+func CNI(ctx context.Context, c *ssh.Client) (n cniconf.Network, loadErr error, ok bool) {
+	f := readCNI(ctx, c)
+	return f.network, f.err, f.read
+}
+
 // cniVerdict judges a node's CNI configuration against cluster.cni.
 func cniVerdict(cni string, f cniFacts) (Status, string) {
 	switch {
