@@ -21,7 +21,7 @@ type Dataplane struct {
 // kube-proxy and Cilium's replacement. It follows init (restoring
 // kube-proxy renders the config kubeadm has on the first control-plane
 // node) and every join: it waits for every declared node to be Ready.
-func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init pulumi.Resource, joins []pulumi.Resource) (*Dataplane, error) {
+func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
 	inv := cfg.Inventory
 	values, err := cilium.Render(inv)
 	if err != nil {
@@ -44,6 +44,7 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 		"nodes":          nodes,
 		"replacement":    pulumi.String(inv.Cluster.KubeProxy.Replacement),
 		"cni":            pulumi.String(inv.Cluster.CNI),
+		"clusterUID":     init.ClusterUID,
 		"initConfigPath": pulumi.String(kubeadm.InitConfigPath),
 		"values":         pulumi.String(string(values)),
 		"chart":          pulumi.String(chart),

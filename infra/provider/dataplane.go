@@ -50,6 +50,10 @@ type DataplaneArgs struct {
 	// CNI is cilium (installed here) or none (the user's own); empty is
 	// cilium.
 	CNI string `pulumi:"cni,optional"`
+	// ClusterUID is the cluster's identity (KubeadmInit's): a cluster
+	// kubeadm init made anew (every machine rebuilt) gets its pod network
+	// installed again.
+	ClusterUID string `pulumi:"clusterUID,optional"`
 	// InitConfigPath is kubeadm's init config on Via: restoring kube-proxy
 	// renders it from there, with the inventory's mode.
 	InitConfigPath string `pulumi:"initConfigPath"`
@@ -160,6 +164,9 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 	if in.CNI != st.CNI {
 		d["cni"] = p.PropertyDiff{Kind: p.Update}
 	}
+	if in.ClusterUID != st.ClusterUID {
+		d["cluster"] = p.PropertyDiff{Kind: p.Update}
+	}
 	if in.cilium() && len(st.StaleRules) > 0 {
 		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
 	}
@@ -194,6 +201,7 @@ func (Dataplane) Diff(ctx context.Context, req infer.DiffRequest[DataplaneArgs, 
 func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, DataplaneState]) (infer.ReadResponse[DataplaneArgs, DataplaneState], error) {
 	ctx = reading(ctx)
 	st := req.State
+	st.Via = currentVia(st.Via, req.Inputs.Via)
 	c, err := dial(ctx, st.Via)
 	if err != nil {
 		unreachable(ctx, st.Via.Node, err)

@@ -59,6 +59,8 @@ func TestDataplaneChanges(t *testing.T) {
 			[]string{"kubeProxy", "replacement", "values"}},
 		{"rebuilt chart archive", func() DataplaneArgs { a := args("cilium", on); a.ChartSha = "b"; return a }(),
 			DataplaneState{DataplaneArgs: args("cilium", on), ReleasePresent: true, ReleaseValues: canonical(on)}, []string{"chart"}},
+		{"a cluster kubeadm init made anew", func() DataplaneArgs { a := args("cilium", on); a.ClusterUID = "new"; return a }(),
+			DataplaneState{DataplaneArgs: func() DataplaneArgs { a := args("cilium", on); a.ClusterUID = "old"; return a }(), ReleasePresent: true, ReleaseValues: canonical(on)}, []string{"cluster"}},
 		{"a node added changes nothing", func() DataplaneArgs { a := args("cilium", on); a.Nodes = []Connection{{Node: "gpu-5"}}; return a }(),
 			DataplaneState{DataplaneArgs: args("cilium", on), ReleasePresent: true, ReleaseValues: canonical(on)}, nil},
 	}

@@ -38,6 +38,22 @@ type KubeadmInitState struct {
 	Initialized bool `pulumi:"initialized"`
 	// AdminKubeconfig is /etc/kubernetes/admin.conf: cluster-admin access.
 	AdminKubeconfig string `pulumi:"adminKubeconfig" provider:"secret"`
+	// ClusterUID identifies the cluster (its kube-system namespace's UID):
+	// it changes only when kubeadm init made a new one, and what lives in
+	// the cluster (the pod network) follows it.
+	ClusterUID string `pulumi:"clusterUID,optional"`
+}
+
+// clusterUIDCmd prints the cluster's identity.
+const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metadata.uid}'"
+
+// readClusterUID is the cluster's identity, "" when the API does not say.
+func readClusterUID(ctx context.Context, c *ssh.Client) string {
+	out, code, err := query(ctx, c, clusterUIDCmd)
+	if err != nil || code != 0 {
+		return ""
+	}
+	return strings.TrimSpace(out)
 }
 
 func (k *KubeadmInit) Annotate(a infer.Annotator) {
@@ -108,21 +124,22 @@ func (KubeadmInit) Create(ctx context.Context, req infer.CreateRequest[KubeadmIn
 	if req.DryRun {
 		return infer.CreateResponse[KubeadmInitState]{ID: in.Connection.Node, Output: st}, nil
 	}
-	kc, err := runInit(ctx, in)
-	st.AdminKubeconfig = kc
+	kc, uid, err := runInit(ctx, in)
+	st.AdminKubeconfig, st.ClusterUID = kc, uid
 	return infer.CreateResponse[KubeadmInitState]{ID: in.Connection.Node, Output: st}, err
 }
 
-func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
+// runInit returns admin.conf and the cluster's identity.
+func runInit(ctx context.Context, in KubeadmInitArgs) (string, string, error) {
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer c.Close()
 	node := in.Connection.Node
 	state, _, err := query(ctx, c, stateCheck(initComplete...))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	state = strings.TrimSpace(state)
 	if state == "yes" {
@@ -131,28 +148,28 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 		// kubeadm upgrades read.
 		p.GetLogger(ctx).Infof("%s: control plane already initialised; adopting it", node)
 		if _, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(in.ConfigPath)); err != nil {
-			return "", err
+			return "", "", err
 		}
 	} else {
 		peer, err := livePeer(ctx, in.Peers)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", node, err)
+			return "", "", fmt.Errorf("%s: %w", node, err)
 		}
 		if state == "partial" {
 			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it (CAs kept)", node)
 			if _, err := mustFinish(ctx, c, node, "resetting the interrupted run", resetKeepingCAs); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 		if peer != nil {
 			if err := rejoinFirst(ctx, c, in, *peer); err != nil {
-				return "", err
+				return "", "", err
 			}
 		} else {
 			cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
 				" && touch " + initMarker
 			if _, err := mustFinish(ctx, c, node, "kubeadm init", cmd); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 	}
@@ -160,9 +177,9 @@ func runInit(ctx context.Context, in KubeadmInitArgs) (string, error) {
 	// its result must reach the state too.
 	kc, err := c.Read(context.WithoutCancel(ctx), adminConf)
 	if err != nil {
-		return "", fmt.Errorf("%s: reading %s: %w", node, adminConf, err)
+		return "", "", fmt.Errorf("%s: reading %s: %w", node, adminConf, err)
 	}
-	return string(kc), nil
+	return string(kc), readClusterUID(context.WithoutCancel(ctx), c), nil
 }
 
 // rejoinFirst brings a first control-plane node whose machine was replaced
@@ -209,6 +226,9 @@ func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitAr
 		if kc, err := c.Read(ctx, adminConf); err == nil {
 			st.AdminKubeconfig = string(kc)
 		}
+		if uid := readClusterUID(ctx, c); uid != "" {
+			st.ClusterUID = uid
+		}
 	}
 	return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
@@ -231,13 +251,21 @@ func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitAr
 
 func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmInitArgs, KubeadmInitState]) (infer.UpdateResponse[KubeadmInitState], error) {
 	in, old := req.Inputs, req.State
-	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig}
+	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig, ClusterUID: old.ClusterUID}
 	if req.DryRun {
+		if !old.Initialized {
+			// Perhaps a new cluster (a rebuilt first node), perhaps the
+			// same one re-joined: not known before it runs.
+			st.ClusterUID = ""
+		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 	}
 	if !old.Initialized {
-		kc, err := runInit(ctx, in)
+		kc, uid, err := runInit(ctx, in)
 		st.AdminKubeconfig = kc
+		if uid != "" {
+			st.ClusterUID = uid
+		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
 	}
 	if in.ConfigSha != old.ConfigSha {
