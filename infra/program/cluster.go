@@ -203,7 +203,10 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		prev = a
 	}
 
-	if _, err := declareDataplane(ctx, cl, cfg, via, init, joins); err != nil {
+	// The pod network once the control plane is complete and settled
+	// (every ControlPlaneAddress healthy): installing it reads and writes
+	// through the API, which a regenerated apiserver manifest restarts.
+	if _, err := declareDataplane(ctx, cl, cfg, via, init, append(joins, prev)); err != nil {
 		return nil, err
 	}
 

@@ -344,7 +344,7 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 		return DataplaneState{}, err
 	}
 	defer c.Close()
-	live, status, err := readDataplane(ctx, c, in)
+	live, status, err := readDataplaneSettled(ctx, c, in)
 	if err != nil {
 		return DataplaneState{}, err
 	}
@@ -428,6 +428,23 @@ func restoreKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) erro
 		return err
 	}
 	return waitKubeProxy(ctx, c, in)
+}
+
+// readDataplaneSettled reads, giving an API that is restarting (a
+// regenerated manifest, a moved VIP) a minute to answer.
+func readDataplaneSettled(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, status, err := readDataplane(ctx, c, in)
+		if err == nil || time.Now().After(deadline) {
+			return st, status, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, status, err
+		case <-time.After(3 * time.Second):
+		}
+	}
 }
 
 func reread(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, error) {

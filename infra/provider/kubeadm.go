@@ -56,6 +56,14 @@ func readClusterUID(ctx context.Context, c *ssh.Client) string {
 	return strings.TrimSpace(out)
 }
 
+// WireDependencies keeps the cluster's identity known in a preview: an
+// updated config (an upload, never a second init) keeps the cluster, and
+// what follows it (the pod network) must not show as changing. Update's dry
+// run says when it may change (an init of a blank node).
+func (k *KubeadmInit) WireDependencies(f infer.FieldSelector, args *KubeadmInitArgs, state *KubeadmInitState) {
+	f.OutputField(&state.ClusterUID).AlwaysKnown()
+}
+
 func (k *KubeadmInit) Annotate(a infer.Annotator) {
 	a.Describe(&k, "kubeadm init on the first control-plane node; reads back whether the control plane is initialised.")
 	a.SetToken("index", "KubeadmInit")
