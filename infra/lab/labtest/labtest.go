@@ -73,6 +73,11 @@ func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), t: t}
 	tl.InventoryPath = tl.Inventory("lab", nil)
 	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
+		// A partly-up lab holds machine-wide namespaces: the next test's
+		// lab could not come up.
+		if derr := l.Down(false); derr != nil {
+			t.Logf("lab down after the failed up: %v", derr)
+		}
 		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
