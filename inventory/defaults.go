@@ -61,6 +61,12 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.CRISocket, DefaultCRISocket)
 	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
 	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)
+	if sn := c.Etcd.Snapshots; sn != nil {
+		setString(&sn.Schedule, DefaultSnapshotSchedule)
+		if sn.Keep == 0 {
+			sn.Keep = DefaultSnapshotKeep
+		}
+	}
 
 	setString(&inv.SSH.User, "root")
 	if inv.SSH.Port == 0 {

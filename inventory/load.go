@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -16,21 +17,36 @@ import (
 
 // Load reads, defaults and validates an inventory file. Warnings come back
 // even when the inventory is valid; the error lists every problem at once.
+// The files it names (ssh.privateKey, ssh.knownHosts, cluster.cilium.chart)
+// come back as absolute paths: ~/ is the home directory and a relative path
+// is relative to the inventory's own directory, as in a kubeconfig, so the
+// inventory means the same whatever directory a command runs in (the Pulumi
+// CLI runs the program in its main folder).
 func Load(path string) (*Inventory, []*Problem, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading inventory: %w", err)
 	}
-	return Parse(data)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading inventory: %w", err)
+	}
+	return parse(data, filepath.Dir(abs))
 }
 
-// Parse is Load for bytes already read.
+// Parse is Load for bytes already read; relative file paths in them are
+// relative to the working directory.
 func Parse(data []byte) (*Inventory, []*Problem, error) {
+	return parse(data, "")
+}
+
+func parse(data []byte, dir string) (*Inventory, []*Problem, error) {
 	inv, pos, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}
 	inv.ApplyDefaults()
+	inv.resolvePaths(dir)
 	warnings, err := validate(inv, pos)
 	if err != nil {
 		return nil, warnings, err
@@ -202,4 +218,37 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "something else"
+}
+
+// resolvePaths makes the inventory's file paths absolute: ~/ against the
+// home directory, others against dir (the working directory when empty).
+func (inv *Inventory) resolvePaths(dir string) {
+	for _, p := range []*string{&inv.SSH.PrivateKey, &inv.SSH.KnownHosts, &inv.Cluster.Cilium.Chart} {
+		*p = ResolvePath(*p, dir)
+	}
+}
+
+// ResolvePath is how every file path the user gives is read: ~/ is the home
+// directory, a relative path is relative to dir (the working directory when
+// dir is empty), "" stays "".
+func ResolvePath(p, dir string) string {
+	if p == "" {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+		return p
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	if dir == "" {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+		return p
+	}
+	return filepath.Join(dir, p)
 }

@@ -54,6 +54,7 @@ type Cluster struct {
 	CNI       string   `json:"cni" yaml:"cni"`
 	Cilium    Cilium   `json:"cilium,omitempty" yaml:"cilium"`
 	GPU       GPU      `json:"gpu" yaml:"gpu"`
+	Etcd      Etcd     `json:"etcd,omitempty" yaml:"etcd"`
 	ExtraSANs []string `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
@@ -138,8 +139,7 @@ type GPUs struct {
 	Model  string `json:"model,omitempty" yaml:"model"`
 }
 
-// ControlPlanes returns the control-plane nodes in declared order; the first
-// is the one kubeadm init runs on.
+// ControlPlanes returns the control-plane nodes in declared order.
 func (inv *Inventory) ControlPlanes() []Node {
 	var out []Node
 	for _, n := range inv.Nodes {
@@ -176,6 +176,26 @@ func (n Node) IsControlPlane() bool { return n.Role == RoleControlPlane }
 
 // HasGPUs reports whether the node declares at least one GPU.
 func (n Node) HasGPUs() bool { return n.GPUs != nil && n.GPUs.Count > 0 }
+
+// IsEndpointNode reports whether the API endpoint is this node's own
+// address (the single-ip layout's endpoint node).
+func (inv *Inventory) IsEndpointNode(name string) bool {
+	return inv.Cluster.Endpoint.Layout == LayoutSingleIP && inv.Cluster.Endpoint.Node == name
+}
+
+// Bootstrap is the control-plane node a new cluster's kubeadm init runs on:
+// the single-ip layout's endpoint node (every other node reaches the API
+// there), else the first control-plane node listed. Only a brand-new
+// cluster cares: an existing one is found wherever it runs.
+func (inv *Inventory) Bootstrap() Node {
+	cps := inv.ControlPlanes()
+	for _, n := range cps {
+		if inv.IsEndpointNode(n.Name) {
+			return n
+		}
+	}
+	return cps[0]
+}
 
 // EndpointHost is where clients reach the API in the declared layout: the
 // VIP, the single node's own address, or the DNS name.

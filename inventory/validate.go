@@ -94,13 +94,12 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 	}
 
 	if ch := c.Cilium.Chart; ch != "" {
-		if !strings.HasPrefix(ch, "/") && !strings.HasPrefix(ch, "~/") {
-			ps.errorf("cluster.cilium.chart", "%q is relative; give the chart archive's absolute path (homelab runs the installer from another directory)", ch)
-		} else if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
+		if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
 			ps.errorf("cluster.cilium.chart", "%q is not a chart archive; give the .tgz `helm pull cilium/cilium --version X` writes", ch)
 		}
 	}
 	checkGPU(ps, inv)
+	checkSnapshots(ps, inv)
 	if c.KubeProxy.Replacement == ReplacementCilium && c.Endpoint.Layout == LayoutSingleIP {
 		ps.warnf("cluster.kubeProxy.replacement", "cilium in the single-ip layout: without kube-proxy Cilium reaches the API only at %s's address, so the whole pod network depends on that node", c.Endpoint.Node)
 	}
@@ -263,7 +262,7 @@ func checkNodes(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway neti
 			}
 		}
 		if !validInterfaceName(n.Interface) {
-			ps.errorf(p+".interface", "%q is not a network interface name (1-15 characters, no '/' or spaces), e.g. eth0", n.Interface)
+			ps.errorf(p+".interface", "%q is not a network interface name (1-15 characters of A-Z, a-z, 0-9 and . _ -), e.g. eth0 or enp3s0", n.Interface)
 		}
 		for k, v := range n.Labels {
 			lp := fmt.Sprintf("%s.labels[%q]", p, k)
@@ -346,8 +345,14 @@ func ParseTaint(s string) (Taint, error) {
 // Taint is a parsed node taint.
 type Taint struct{ Key, Value, Effect string }
 
+// interfaceName is what the kernel calls an interface in practice (15
+// bytes, IFNAMSIZ less the NUL) in the characters udev and netplan use: an
+// interface name lands in keepalived.conf, netplan and shell commands, so
+// nothing that could end a line, a word or a block there gets through.
+var interfaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+
 func validInterfaceName(s string) bool {
-	return s != "" && len(s) <= 15 && !strings.ContainsAny(s, "/ \t:") && s != "." && s != ".."
+	return interfaceName.MatchString(s) && s != "." && s != ".."
 }
 
 func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway netip.Addr) {
@@ -392,7 +397,7 @@ func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway n
 			ps.warnf("cluster.vrrp.advertIntervalMs", "%d ms adverts: keepalived declares the VIP's holder dead after about %d ms of silence, so a node stalled that long (an etcd fsync, a kubeadm run on a busy machine) hands the VIP over for nothing; 500 ms (failover in about 1.7 s) is the tested value", ms, 3*ms)
 		}
 		if c.VRRP.Interface != "" && !validInterfaceName(c.VRRP.Interface) {
-			ps.errorf("cluster.vrrp.interface", "%q is not a network interface name, e.g. eth0", c.VRRP.Interface)
+			ps.errorf("cluster.vrrp.interface", "%q is not a network interface name (1-15 characters of A-Z, a-z, 0-9 and . _ -), e.g. eth0 or enp3s0", c.VRRP.Interface)
 		}
 	case LayoutSingleIP:
 		n, ok := inv.Node(e.Node)

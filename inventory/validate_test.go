@@ -95,9 +95,18 @@ func TestBadInventories(t *testing.T) {
 		{name: "version too old for v1beta4", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.29.3" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version too new", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v2.0.0" }, want: []string{"cluster.kubernetesVersion"}},
 		{name: "version garbage", mutate: func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "vlatest" }, want: []string{"cluster.kubernetesVersion"}},
-		{name: "cilium chart relative", mutate: func(m map[string]any) {
-			at(m, "cluster")["cilium"] = map[string]any{"chart": "charts/cilium-1.18.4.tgz"}
-		}, want: []string{"cluster.cilium.chart"}},
+		{name: "snapshot schedule garbage", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "every night", "keep": 3}}
+		}, want: []string{"cluster.etcd.snapshots.schedule"}},
+		{name: "snapshot schedule too short and keep zero", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "2s", "keep": -1}}
+		}, want: []string{"cluster.etcd.snapshots.keep", "cluster.etcd.snapshots.schedule"}},
+		{name: "snapshot keep too many", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"schedule": "daily", "keep": 5000}}
+		}, want: []string{"cluster.etcd.snapshots.keep"}},
+		{name: "snapshot unknown field", mutate: func(m map[string]any) {
+			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"interval": "6h"}}
+		}, want: []string{"cluster.etcd.snapshots.interval"}},
 		{name: "cilium chart not an archive", mutate: func(m map[string]any) { at(m, "cluster")["cilium"] = map[string]any{"chart": "/srv/charts/cilium"} }, want: []string{"cluster.cilium.chart"}},
 		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},
@@ -141,6 +150,17 @@ func TestBadInventories(t *testing.T) {
 		{name: "router id", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["routerID"] = 300 }, want: []string{"cluster.vrrp.routerID"}},
 		{name: "advert interval", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 5 }, want: []string{"cluster.vrrp.advertIntervalMs"}},
 		{name: "vrrp interface", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth 0" }, want: []string{"cluster.vrrp.interface"}},
+		// Interface names land in keepalived.conf, netplan and shell
+		// commands: nothing that ends a line, a word or a block.
+		{name: "interface with a newline", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "eth0\n}" }, want: []string{"nodes[0].interface"}},
+		{name: "interface with a semicolon", mutate: func(m map[string]any) { at(m, "nodes.1")["interface"] = "eth0;reboot" }, want: []string{"nodes[1].interface"}},
+		{name: "interface with a command substitution", mutate: func(m map[string]any) { at(m, "nodes.2")["interface"] = "$(id)" }, want: []string{"nodes[2].interface"}},
+		{name: "interface with braces", mutate: func(m map[string]any) { at(m, "nodes.3")["interface"] = "eth{0}" }, want: []string{"nodes[3].interface"}},
+		{name: "interface with a quote", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = `eth0"` }, want: []string{"nodes[0].interface"}},
+		{name: "interface with a hash", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "eth0#x" }, want: []string{"nodes[0].interface"}},
+		{name: "interface dot", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "." }, want: []string{"nodes[0].interface"}},
+		{name: "vrrp interface with a newline", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth0\nvirtual_ipaddress" }, want: []string{"cluster.vrrp.interface"}},
+		{name: "vrrp interface with a tab", mutate: func(m map[string]any) { at(m, "cluster.vrrp")["interface"] = "eth0\t" }, want: []string{"cluster.vrrp.interface"}},
 		{name: "single-ip unknown node", mutate: func(m map[string]any) {
 			at(m, "cluster.endpoint")["layout"] = "single-ip"
 			at(m, "cluster.endpoint")["node"] = "cp-9"

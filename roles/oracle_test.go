@@ -5,6 +5,7 @@ package roles
 // keepalived must accept every keepalived.conf.
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/inventory"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -31,12 +34,22 @@ func TestKubeadmValidatesEveryConfig(t *testing.T) {
 		}
 		dir := t.TempDir()
 		for _, nf := range r.Nodes {
+			// kubeadm checks the discovery kubeconfig exists.
+			discovery := filepath.Join(dir, nf.Node.Name+"-discovery.conf")
+			for _, f := range nf.Files {
+				if f.Path == kubeadm.DiscoveryPath {
+					if err := os.WriteFile(discovery, f.Content, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			for _, f := range nf.Files {
 				if f.Path != kubeadm.InitConfigPath && f.Path != kubeadm.JoinConfigPath {
 					continue
 				}
-				p := filepath.Join(dir, nf.Node.Name+".yaml")
-				if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+				p := filepath.Join(dir, nf.Node.Name+"-"+filepath.Base(f.Path))
+				content := []byte(strings.ReplaceAll(string(f.Content), kubeadm.DiscoveryPath, discovery))
+				if err := os.WriteFile(p, content, 0o600); err != nil {
 					t.Fatal(err)
 				}
 				out, err := exec.Command(kubeadmBin, "config", "validate", "--config", p).CombinedOutput()
@@ -208,6 +221,41 @@ func TestKeepalivedAcceptsEveryConfig(t *testing.T) {
 			for _, peer := range inv.ControlPlanes() {
 				if peer.Name != nf.Node.Name && !strings.Contains(string(conf), "\n        "+peer.Address+"\n") {
 					t.Errorf("%s: peer %s not on a line of its own", nf.Node.Name, peer.Address)
+				}
+			}
+		}
+	}
+}
+
+// kubeadm's file discovery loads and validates the kubeconfig with
+// client-go's clientcmd before anything else (kubeadm
+// app/discovery/file): the same checks here.
+func TestDiscoveryConfigIsAValidKubeconfig(t *testing.T) {
+	b := testBundle(t)
+	for _, layout := range layouts {
+		inv := layoutInventory(t, layout)
+		r, err := Render(inv, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nf := range r.Nodes {
+			for _, f := range nf.Files {
+				if f.Path != kubeadm.DiscoveryPath {
+					continue
+				}
+				cfg, err := clientcmd.Load(f.Content)
+				if err != nil {
+					t.Fatalf("%s %s: %v", layout, nf.Node.Name, err)
+				}
+				if err := clientcmd.Validate(*cfg); err != nil {
+					t.Errorf("%s %s: kubeadm would refuse it: %v", layout, nf.Node.Name, err)
+				}
+				cl := cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster]
+				if cl.Server != "https://"+inv.Endpoint() || !bytes.Equal(cl.CertificateAuthorityData, b.Talos.Certs.K8s.Crt) {
+					t.Errorf("%s %s: discovers %s with another CA, want the endpoint %s", layout, nf.Node.Name, cl.Server, inv.Endpoint())
+				}
+				if u := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]; u == nil || len(u.ClientKeyData) > 0 || u.Token != "" {
+					t.Errorf("%s %s: the discovery kubeconfig carries credentials", layout, nf.Node.Name)
 				}
 			}
 		}

@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"sort"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/keepalived"
@@ -26,8 +29,15 @@ import (
 type Rendered struct {
 	Nodes   []NodeFiles
 	Cluster []file.File
-	// APIServerSANs is the SAN set the API certificate must carry.
-	APIServerSANs sans.Set
+	// APIServerSANs and EtcdSANs are the SAN sets the API and etcd
+	// certificates must carry.
+	APIServerSANs, EtcdSANs sans.Set
+	// ClusterConfig is kubeadm's ClusterConfiguration, the cluster-wide
+	// part of every init config (what kubeadm-config holds).
+	ClusterConfig []byte
+	// ComponentArgs are the flags each control-plane static pod must run
+	// with, by pod name.
+	ComponentArgs map[string][]string
 }
 
 // NodeFiles is one node's files, sorted by path.
@@ -42,9 +52,13 @@ func Render(inv *inventory.Inventory, b *pki.Bundle) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Rendered{APIServerSANs: shared.apiSANs}
-	for i, n := range inv.Nodes {
-		files, err := shared.node(inv, n, i == shared.firstCP)
+	cc := kubeadm.Cluster(inv, shared.apiSANs, shared.etcdSANs)
+	out := &Rendered{APIServerSANs: shared.apiSANs, EtcdSANs: shared.etcdSANs, ComponentArgs: kubeadm.ComponentArgs(cc)}
+	if out.ClusterConfig, err = yaml.Marshal(cc); err != nil {
+		return nil, err
+	}
+	for _, n := range inv.Nodes {
+		files, err := shared.node(inv, n)
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", n.Name, err)
 		}
@@ -59,37 +73,30 @@ func Render(inv *inventory.Inventory, b *pki.Bundle) (*Rendered, error) {
 // shared holds what every node's render reuses, computed once: a 1,000-node
 // inventory must not recompute SANs or re-encode CA files per node.
 type shared struct {
-	secrets           kubeadm.Secrets
+	bundle            *pki.Bundle
 	apiSANs, etcdSANs sans.Set
 	caFiles           []file.File
+	discovery         []byte
 	encryption        []byte
 	checkScript       []byte
 	vrrpPassword      string
-	firstCP           int
 }
 
 func newShared(inv *inventory.Inventory, b *pki.Bundle) (*shared, error) {
-	hash, err := b.CACertHash()
-	if err != nil {
-		return nil, err
+	if len(inv.ControlPlanes()) == 0 {
+		return nil, fmt.Errorf("no control-plane node to initialise the cluster on")
 	}
 	s := &shared{
-		secrets:      kubeadm.Secrets{BootstrapToken: b.BootstrapToken(), CACertHash: hash},
+		bundle:       b,
 		apiSANs:      sans.APIServer(inv),
 		etcdSANs:     sans.Etcd(inv),
 		vrrpPassword: b.VRRPPassword,
-		firstCP:      -1,
 	}
-	for i, n := range inv.Nodes {
-		if n.IsControlPlane() {
-			s.firstCP = i
-			break
-		}
-	}
-	if s.firstCP < 0 {
-		return nil, fmt.Errorf("no control-plane node to initialise the cluster on")
-	}
+	var err error
 	if s.caFiles, err = b.ControlPlaneFiles(); err != nil {
+		return nil, err
+	}
+	if s.discovery, err = kubeadm.DiscoveryConfig(inv, b.Talos.Certs.K8s.Crt); err != nil {
 		return nil, err
 	}
 	if s.encryption, err = kubeadm.Encryption(b.EncryptionSecret()); err != nil {
@@ -101,7 +108,7 @@ func newShared(inv *inventory.Inventory, b *pki.Bundle) (*shared, error) {
 	return s, nil
 }
 
-func (s *shared) node(inv *inventory.Inventory, n inventory.Node, first bool) ([]file.File, error) {
+func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, error) {
 	files := base.Files()
 	np, err := netplan.Render(inv, n)
 	if err != nil {
@@ -109,27 +116,36 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node, first bool) ([
 	}
 	files = append(files, file.File{Path: netplan.Path, Mode: 0o600, Content: np})
 
-	if first {
-		cfg, err := kubeadm.Init(inv, n, s.secrets, s.apiSANs, s.etcdSANs)
+	// Every control-plane node can bootstrap a new cluster, and the init
+	// phases that regenerate its certificates and manifests read this.
+	if n.IsControlPlane() {
+		cfg, err := kubeadm.Init(inv, n, s.apiSANs, s.etcdSANs)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, file.File{Path: kubeadm.InitConfigPath, Mode: 0o600, Content: cfg, Secret: true})
+		files = append(files, file.File{Path: kubeadm.InitConfigPath, Mode: 0o600, Content: cfg})
 	}
-	// The first node gets a join config too: when its machine is replaced
-	// the cluster lives on in its peers and it re-joins them. Not in the
-	// single-ip layout, where it is the endpoint it would join through.
-	if !first || inv.Cluster.Endpoint.Layout != inventory.LayoutSingleIP {
-		cfg, err := kubeadm.Join(inv, n, s.secrets)
+	// Every node can join: a replaced control-plane node re-joins its
+	// peers, whichever ran init. Not the single-ip layout's endpoint node,
+	// which would join through itself.
+	if !inv.IsEndpointNode(n.Name) {
+		cfg, err := kubeadm.Join(inv, n, s.bundle.JoinToken(n.Name))
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, file.File{Path: kubeadm.JoinConfigPath, Mode: 0o600, Content: cfg, Secret: true})
+		files = append(files,
+			file.File{Path: kubeadm.JoinConfigPath, Mode: 0o600, Content: cfg, Secret: true, Transient: true},
+			file.File{Path: kubeadm.DiscoveryPath, Mode: 0o644, Content: s.discovery})
 	}
 
 	if n.IsControlPlane() {
 		files = append(files, s.caFiles...)
 		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true})
+		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, snapshots...)
 		if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			conf, err := keepalived.Config(inv, n, s.vrrpPassword)
 			if err != nil {

@@ -139,12 +139,24 @@ func TestRoleFiles(t *testing.T) {
 				if strings.HasSuffix(f.Path, ".key") && !f.Secret {
 					t.Errorf("%s %s: key not marked secret", nf.Node.Name, f.Path)
 				}
+				// A token never stays on a node: what holds one is written
+				// by its step and removed after.
+				if bytes.Contains(f.Content, []byte(b.JoinToken(nf.Node.Name))) != f.Transient {
+					t.Errorf("%s %s: holds the join token: %v, transient: %v", nf.Node.Name, f.Path, !f.Transient, f.Transient)
+				}
+				if bytes.Contains(f.Content, []byte(b.BootstrapToken())) {
+					t.Errorf("%s %s holds the bundle's token", nf.Node.Name, f.Path)
+				}
 			}
 			cp := nf.Node.IsControlPlane()
+			// The single-ip layout's endpoint node cannot join through itself.
+			joins := i != 0 || layout != inventory.LayoutSingleIP
 			expect := map[string]bool{
-				"/etc/kubernetes/kubeadm/init.yaml": i == 0,
-				// The first node's join config re-joins a replaced machine.
-				"/etc/kubernetes/kubeadm/join.yaml":      i != 0 || layout != inventory.LayoutSingleIP,
+				// Any control-plane node may bootstrap, wherever listed.
+				"/etc/kubernetes/kubeadm/init.yaml": cp,
+				// Every node can (re-)join its peers.
+				"/etc/kubernetes/kubeadm/join.yaml":      joins,
+				"/etc/kubernetes/kubeadm/discovery.conf": joins,
 				"/etc/kubernetes/pki/ca.key":             cp,
 				"/etc/kubernetes/pki/etcd/ca.key":        cp,
 				"/etc/kubernetes/pki/sa.key":             cp,

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homelab-dev/homelab/infra/adopt"
-	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -43,7 +42,7 @@ func newAdoptCommand() *cobra.Command {
 				return err
 			}
 			useLabNetns(f.inventory, cmd)
-			key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+			key, err := os.ReadFile(inv.SSH.PrivateKey)
 			if err != nil {
 				return fmt.Errorf("ssh.privateKey: %w", err)
 			}
@@ -51,7 +50,7 @@ func newAdoptCommand() *cobra.Command {
 			defer cancel()
 			start := time.Now()
 			a, err := adopt.Prepare(ctx, adopt.Target{Inventory: inv, PrivateKey: key,
-				KnownHosts: program.ExpandHome(inv.SSH.KnownHosts), From: from})
+				KnownHosts: inv.SSH.KnownHosts, From: from})
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homelab-dev/homelab/inventory"
 )
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -106,5 +108,31 @@ func TestSANs(t *testing.T) {
 	ipPart, namePart, ok := strings.Cut(out, "# DNS names")
 	if !ok || !strings.Contains(ipPart, "10.0.0.100\n") || !strings.Contains(ipPart, "10.0.0.122\n") || !strings.Contains(namePart, "cp-3\n") || strings.Contains(namePart, "10.0.0.") {
 		t.Errorf("got %q", out)
+	}
+}
+
+// destroy resets every node: without --yes it asks for the cluster's name
+// on a terminal, and anywhere else it refuses, naming the flag.
+func TestDestroyNeedsConsent(t *testing.T) {
+	inv, _, err := inventory.Load(homelab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe() // not a terminal, as in cron or CI
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.Close()
+	stdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = stdin }()
+	cmd := newRootCommand()
+	err = confirmDestroy(cmd, inv, false)
+	if err == nil || !strings.Contains(err.Error(), "--yes") || !strings.Contains(err.Error(), inv.Cluster.Name) {
+		t.Errorf("destroy without consent off a terminal: %v", err)
+	}
+	if err := confirmDestroy(cmd, inv, true); err != nil {
+		t.Errorf("--yes: %v", err)
 	}
 }

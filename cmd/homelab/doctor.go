@@ -11,7 +11,6 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
@@ -28,7 +27,9 @@ func newDoctorCommand() *cobra.Command {
 		Use:   "doctor -f FILE",
 		Short: "Check the live cluster against the inventory and name what is wrong (exit 1 when something is)",
 		Long: "Reads every node over SSH, makes a TLS handshake with every address the API should answer at, " +
-			"asks etcd and the API; changes nothing. Prints a table and the causes it found, and exits 1 when a check failed.",
+			"asks etcd and the API, and names selectors that select nothing (Services without endpoints, PodDisruptionBudgets, " +
+			"NetworkPolicies and Deployments matching no pod) with the closest labels that exist; changes nothing. " +
+			"Prints a table and the causes it found, and exits 1 when a check failed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			inv, err := loadInventory(path, cmd.ErrOrStderr())
@@ -52,7 +53,7 @@ func newDoctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+			key, err := os.ReadFile(inv.SSH.PrivateKey)
 			if err != nil {
 				return fmt.Errorf("ssh.privateKey: %w", err)
 			}
@@ -60,7 +61,7 @@ func newDoctorCommand() *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
-				KnownHosts: program.ExpandHome(inv.SSH.KnownHosts), Dial: doctor.DialFunc(dialer())})
+				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer())})
 			if err != nil {
 				return err
 			}

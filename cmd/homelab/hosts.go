@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-dev/homelab/infra/hostkeys"
-	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/inventory"
 )
 
@@ -62,7 +61,7 @@ func acceptHostKey(ctx context.Context, cmd *cobra.Command, inv *inventory.Inven
 		port = 22
 	}
 	addr := net.JoinHostPort(n.Address, strconv.Itoa(port))
-	file := program.ExpandHome(inv.SSH.KnownHosts)
+	file := inv.SSH.KnownHosts
 	hosts := hostkeys.Hosts(n.Name, n.Address, port)
 	out := cmd.OutOrStdout()
 	show := func(s hostkeys.Shown) {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,7 +41,7 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 
 func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, context.CancelFunc, error) {
 	useLabNetns(f.inventory, cmd)
-	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
 	if err != nil {
 		cancel()
@@ -46,11 +50,47 @@ func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, co
 	return s, ctx, cancel, nil
 }
 
+// interruptible is the context of a command that changes nodes. The first
+// Ctrl-C (or SIGTERM) asks the engine to stop the way it can safely: the
+// node steps already running finish, and no new one starts. Only a second
+// one aborts; even then kubeadm and apt runs go on on their nodes, in their
+// own sessions, and the next up waits for them.
+func interruptible(parent context.Context, errw io.Writer) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer signal.Stop(sigs)
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(errw, "\ninterrupted: the node steps already running finish, no new one starts (Ctrl-C again to abort them)")
+		stack.SignalCLI(syscall.SIGINT)
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(errw, "\naborting: kubeadm and apt runs already started go on on their nodes; the next up waits for them")
+		cancel()
+	}()
+	return ctx, cancel
+}
+
 func newUpCommand() *cobra.Command {
 	var refresh, skipVerify bool
+	var allow []string
 	cmd := stackCommand("up -f FILE", "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		start := time.Now()
-		res, err := s.Up(ctx, refresh)
+		res, err := s.Up(ctx, refresh, allow...)
+		if refusals := stack.Refusals(err); len(refusals) > 0 {
+			fmt.Fprintln(cmd.ErrOrStderr(), "\nrefused: destructive steps, each needing your consent for its node (nothing else was held back):")
+			for _, r := range refusals {
+				fmt.Fprintln(cmd.ErrOrStderr(), "  "+r)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -62,6 +102,7 @@ func newUpCommand() *cobra.Command {
 	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read every resource's live state first, so drift on the nodes is repaired")
 	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
+	cmd.Flags().StringSliceVar(&allow, "allow-destroy", nil, "NODE[,NODE]: consent, for this up only, to the destructive steps on these nodes that the plan needs (a reset, an etcd member removed, key files deleted, an unreachable node forgotten); preview lists them")
 	return cmd
 }
 
@@ -159,8 +200,15 @@ func newPreviewCommand() *cobra.Command {
 		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "\n%d change(s):\n", len(changes))
+		var nodes []string
 		for _, c := range changes {
 			fmt.Fprintf(out, "  %s\n", c)
+			if c.Destroys != "" && !slices.Contains(nodes, c.Node) {
+				nodes = append(nodes, c.Node)
+			}
+		}
+		if len(nodes) > 0 {
+			fmt.Fprintf(out, "\nDESTRUCTIVE steps above: up refuses them unless you consent for exactly those nodes: homelab up --allow-destroy %s\n", strings.Join(nodes, ","))
 		}
 		return nil
 	})
@@ -176,10 +224,35 @@ func newRefreshCommand() *cobra.Command {
 }
 
 func newDestroyCommand() *cobra.Command {
-	return stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, _ *cobra.Command, s *stack.Stack) error {
-		_, err := s.Destroy(ctx)
+	var yes bool
+	cmd := stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		if err := confirmDestroy(cmd, s.Inv, yes); err != nil {
+			return err
+		}
+		_, err := s.Destroy(ctx) // the confirmation is the consent for every node
 		return err
 	})
+	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask: every node is reset, etcd's data and the cluster's objects are gone")
+	return cmd
+}
+
+// confirmDestroy asks for the cluster's name to be typed, as a user about
+// to lose every object of the cluster would want to be asked; --yes is
+// the consent for scripts.
+func confirmDestroy(cmd *cobra.Command, inv *inventory.Inventory, yes bool) error {
+	if yes {
+		return nil
+	}
+	name := inv.Cluster.Name
+	if !isTerminal(os.Stdin) {
+		return fmt.Errorf("destroy resets all %d nodes and deletes cluster %s's data (etcd, every object): run it on a terminal to confirm, or pass --yes", len(inv.Nodes), name)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "destroy resets all %d nodes of cluster %s: etcd's data and every object in the cluster are lost.\nType the cluster's name (%s) to go on: ", len(inv.Nodes), name, name)
+	answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	if strings.TrimSpace(answer) != name {
+		return fmt.Errorf("not confirmed: nothing was changed")
+	}
+	return nil
 }
 
 func newKubeconfigCommand() *cobra.Command {
@@ -204,7 +277,13 @@ func newKubeconfigCommand() *cobra.Command {
 }
 
 func newVerifyCommand() *cobra.Command {
-	return stackCommand("verify -f FILE", "Verify the running cluster against the inventory", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+	cmd := stackCommand("verify -f FILE", "Verify the running cluster against the inventory, then run the seed's lab in namespace "+verify.Namespace, func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		return verifyAndReport(ctx, cmd, s)
 	})
+	cmd.Long = "Checks nodes, etcd, the API at every address (TLS verified per name) and a write read back from etcd; then " +
+		"asks the cluster itself, as the seed's lab does: explain " + verify.DefaultPractice().Resource + " " + verify.DefaultPractice().FieldPath +
+		" from its OpenAPI v3 document, the same Deployment created (" + verify.ImperativeName + ") and applied server-side (" +
+		verify.DeclarativeName + ") and what differs, a no-op re-apply, a refused second create, a label selector picking one " +
+		"Deployment's pods. Both Deployments are deleted afterwards; the namespace " + verify.Namespace + " stays."
+	return cmd
 }

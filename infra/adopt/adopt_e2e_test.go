@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"slices"
 	"strings"
 	"sync"
@@ -395,9 +396,28 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	secrets := kubeadm.Secrets{BootstrapToken: throwaway.BootstrapToken(), CACertHash: "sha256:" + hex.EncodeToString(sum[:])}
+	// By hand, as kubeadm's docs do it: a token made on the first node,
+	// bootstrap-token discovery pinned by the CA's hash.
+	token := throwaway.BootstrapToken()
+	if _, err := run(cps[0].Name, "kubeadm token create "+token+" --ttl 1h"); err != nil {
+		t.Fatal(err)
+	}
 	join := func(n inventory.Node) error {
-		cfg, err := kubeadm.Join(inv, n, secrets)
+		rendered, err := kubeadm.Join(inv, n, token)
+		if err != nil {
+			return err
+		}
+		var jc kubeadm.JoinConfiguration
+		if err := yaml.Unmarshal(rendered, &jc); err != nil {
+			return err
+		}
+		jc.Discovery = kubeadm.Discovery{
+			BootstrapToken: &kubeadm.BootstrapTokenDiscovery{
+				Token: token, APIServerEndpoint: inv.Endpoint(), CACertHashes: []string{"sha256:" + hex.EncodeToString(sum[:])},
+			},
+			TLSBootstrapToken: token,
+		}
+		cfg, err := yaml.Marshal(jc)
 		if err != nil {
 			return err
 		}

@@ -210,16 +210,22 @@ func (d *doctor) apiClient(ctx context.Context) (*kubernetes.Clientset, string, 
 	return nil, "", fmt.Errorf("the API answers nowhere: %s", strings.Join(errs, "; "))
 }
 
-// checkClusterObjects audits the addresses the cluster hands to clients
-// and nodes: cluster-info (joins), kube-proxy's kubeconfig, Cilium's
-// k8sServiceHost.
-func (d *doctor) checkClusterObjects(ctx context.Context) {
-	cs, via, err := d.apiClient(ctx)
+// checkAPI examines what the API holds: the cluster objects' addresses
+// and the selectors.
+func (d *doctor) checkAPI(ctx context.Context) {
+	cs, _, err := d.apiClient(ctx)
 	if err != nil {
 		d.r.add("cluster object", "api", Fail, "%v", err)
 		return
 	}
-	_ = via
+	d.checkClusterObjects(ctx, cs)
+	d.checkSelectors(ctx, cs)
+}
+
+// checkClusterObjects audits the addresses the cluster hands to clients
+// and nodes: cluster-info (joins), kube-proxy's kubeconfig, Cilium's
+// k8sServiceHost.
+func (d *doctor) checkClusterObjects(ctx context.Context, cs kubernetes.Interface) {
 	owner := inventory.Node{}
 	objs := []struct{ ns, name, key string }{
 		{"kube-public", "cluster-info", "kubeconfig"},

@@ -2,8 +2,10 @@
 // names what is wrong: a node that came back on another address, etcd or
 // the apiserver configured for an address the node no longer has, a served
 // certificate lacking an address the API is reached by, stale etcd peer
-// URLs, and every place an address is hard-coded that would break if its
-// node died or moved. It changes nothing.
+// URLs, every place an address is hard-coded that would break if its
+// node died or moved, and selectors that select nothing (a Service, a
+// PodDisruptionBudget, a NetworkPolicy or a Deployment matching no pod,
+// with the labels it most likely meant). It changes nothing.
 package doctor
 
 import (
@@ -106,7 +108,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member"}
+var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
 
 func rank(check string) int {
 	for i, c := range order {
@@ -177,12 +179,15 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 	d.checkVIP()
 	for _, n := range t.Inventory.Nodes {
 		d.checkNode(n)
+		if f := d.nodes[n.Name]; f.reached {
+			d.checkSnapshots(n, f)
+		}
 	}
 	wg.Add(4)
 	go func() { defer wg.Done(); d.checkNodesReady(ctx) }()
 	go func() { defer wg.Done(); d.checkAPITLS(ctx) }()
 	go func() { defer wg.Done(); d.checkEtcd(ctx) }()
-	go func() { defer wg.Done(); d.checkClusterObjects(ctx) }()
+	go func() { defer wg.Done(); d.checkAPI(ctx) }()
 	wg.Wait()
 	return r, nil
 }

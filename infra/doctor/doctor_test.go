@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -114,6 +115,26 @@ func TestCNIVerdict(t *testing.T) {
 		st, detail := cniVerdict(tc.cni, tc.f)
 		if st != tc.want || !strings.Contains(detail, tc.says) {
 			t.Errorf("%s: %s %q, want %s saying %q", tc.name, st, detail, tc.want, tc.says)
+		}
+	}
+}
+
+func TestJudgeSnapshots(t *testing.T) {
+	sn := &inventory.Snapshots{Schedule: "1h", Keep: 3}
+	for _, c := range []struct {
+		facts snapshotFacts
+		want  Status
+		words string
+	}{
+		{snapshotFacts{read: true, timerActive: true, count: 2, newest: "snapshot-x.db", age: 90 * time.Minute}, OK, "1h30m0s old"},
+		{snapshotFacts{read: true, timerActive: true, count: 3, newest: "snapshot-x.db", age: 121 * time.Minute}, Warn, "more than two intervals"},
+		{snapshotFacts{read: true, timerActive: true}, Warn, "no snapshot"},
+		{snapshotFacts{read: true, count: 1, age: time.Minute}, Warn, "not running"},
+		{snapshotFacts{}, Warn, "could not read"},
+	} {
+		st, detail := judgeSnapshots(sn, time.Hour, &c.facts)
+		if st != c.want || !strings.Contains(detail, c.words) {
+			t.Errorf("%+v: %s %q", c.facts, st, detail)
 		}
 	}
 }

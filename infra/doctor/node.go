@@ -42,6 +42,7 @@ type nodeFacts struct {
 	gpus      gpu.Detection
 	gpusRead  bool
 	cni       cniFacts
+	snapshots *snapshotFacts
 }
 
 // probeScript is read-only. Secondary addresses are listed apart: the VIP
@@ -136,6 +137,9 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	}
 	if !f.node.IsControlPlane() {
 		return
+	}
+	if d.t.Inventory.Cluster.Etcd.Snapshots != nil {
+		f.snapshots = readSnapshots(ctx, c)
 	}
 	for _, m := range controlPlaneManifests {
 		data, err := c.Read(ctx, "/etc/kubernetes/manifests/"+m+".yaml")

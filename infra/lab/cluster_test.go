@@ -147,6 +147,13 @@ func bringUpCluster(tb testing.TB, l *Lab) (*cluster, figures) {
 	c.run(tb, ctx, c.first, "kubeadm init --config "+kubeadm.InitConfigPath)
 	fig.init = time.Since(t0)
 	fig.joins[c.first] = fig.init
+	// Each node joins with its own token, which the provisioner makes
+	// just before; here, as kubeadm's docs do it by hand.
+	for _, n := range inv.Nodes {
+		if n.Name != c.first {
+			c.run(tb, ctx, c.first, "kubeadm token create "+bundle.JoinToken(n.Name)+" --ttl 1h")
+		}
+	}
 	for _, n := range inv.ControlPlanes()[1:] {
 		// One control-plane join at a time: each grows etcd by a member,
 		// and a second join before the first member is started loses quorum.

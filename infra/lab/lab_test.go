@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +254,48 @@ func TestLabUpDown(t *testing.T) {
 	})
 
 	downLeavesNothing(t, l)
+}
+
+func TestStaleNamespaceIsReclaimedOnlyWhenNoLabRecordsIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	const name = "hl-test-reclaim"
+	delNetns(name)
+	t.Cleanup(func() { delNetns(name) })
+	add := func(owner string) {
+		t.Helper()
+		if err := ip("netns", "add", name); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := recordOwner(name, owner); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	add("")
+	if reclaimStale(name) {
+		t.Fatal("a namespace without an owner record was removed")
+	}
+	delNetns(name)
+
+	live := &Lab{Dir: t.TempDir()}
+	add(live.Dir)
+	if err := live.saveState(&State{Netns: []string{name}}); err != nil {
+		t.Fatal(err)
+	}
+	if reclaimStale(name) || !netnsExists(name) {
+		t.Fatal("a namespace its lab still records was removed")
+	}
+	delNetns(name)
+
+	add(filepath.Join(t.TempDir(), "gone"))
+	if !reclaimStale(name) || netnsExists(name) {
+		t.Fatal("a namespace whose lab directory is gone was kept")
+	}
+	if _, err := os.Stat(ownerPath(name)); !os.IsNotExist(err) {
+		t.Errorf("owner record kept after the namespace went: %v", err)
+	}
 }

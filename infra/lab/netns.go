@@ -54,10 +54,15 @@ func isMountPoint(path string) bool {
 // is put in it, so down finds it even if the next step fails.
 func (l *Lab) addNetns(s *State, name string) error {
 	if netnsExists(name) {
-		return fmt.Errorf("network namespace %s already exists but the lab did not record it; it may be left from another lab: inspect it with `ip netns list` and remove it with `ip netns del %s`", name, name)
+		if !reclaimStale(name) {
+			return fmt.Errorf("network namespace %s already exists but the lab did not record it; it may be left from another lab: inspect it with `ip netns list` and remove it with `ip netns del %s`", name, name)
+		}
 	}
 	mounted := isMountPoint(netnsDir)
 	if err := ip("netns", "add", name); err != nil {
+		return err
+	}
+	if err := recordOwner(name, l.Dir); err != nil {
 		return err
 	}
 	if !mounted && isMountPoint(netnsDir) {
@@ -72,9 +77,64 @@ func (l *Lab) addNetns(s *State, name string) error {
 
 func delNetns(name string) error {
 	if !netnsExists(name) {
+		os.Remove(ownerPath(name))
 		return nil
 	}
-	return ip("netns", "del", name)
+	if err := ip("netns", "del", name); err != nil {
+		return err
+	}
+	os.Remove(ownerPath(name))
+	return nil
+}
+
+// ownersDir records, machine-wide, which lab directory made each namespace.
+// It lives on /run like the namespaces, so a reboot clears both.
+const ownersDir = "/run/homelab/netns"
+
+func ownerPath(name string) string { return filepath.Join(ownersDir, name) }
+
+func recordOwner(name, labDir string) error {
+	abs, err := filepath.Abs(labDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(ownersDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(ownerPath(name), []byte(abs+"\n"), 0o644)
+}
+
+// reclaimStale removes a namespace that a lab made and can no longer take
+// down: its directory's state (the only record down works from) is gone,
+// typically a test's temporary directory after the test process was killed,
+// and no process runs in it. A namespace without an owner record, or whose
+// owner still lists it, is left alone: it may be another lab's.
+func reclaimStale(name string) bool {
+	data, err := os.ReadFile(ownerPath(name))
+	if err != nil {
+		return false
+	}
+	owner := strings.TrimSpace(string(data))
+	st, err := (&Lab{Dir: owner}).LoadState()
+	if err != nil && !IsNoLab(err) {
+		return false
+	}
+	if st != nil {
+		for _, n := range st.Netns {
+			if n == name {
+				return false
+			}
+		}
+	}
+	out, err := exec.Command("ip", "netns", "pids", name).Output()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		return false
+	}
+	if err := delNetns(name); err != nil {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "lab: removed network namespace %s, left by the lab in %s, which no longer records it\n", name, owner)
+	return true
 }
 
 // releaseNetnsDir undoes iproute2's bind mount of /run/netns once the lab's

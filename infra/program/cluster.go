@@ -2,6 +2,8 @@ package program
 
 import (
 	"net"
+	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -12,7 +14,6 @@ import (
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
-	"github.com/homelab-dev/homelab/roles/sans"
 )
 
 // Cluster is the whole homelab: a ControlPlane per control-plane node, a
@@ -27,13 +28,13 @@ type Cluster struct {
 }
 
 // ControlPlane is one control-plane node: its host, files, keepalived and
-// its kubeadm init (the first) or control-plane join.
+// its membership (a control-plane join, or the init that made it one).
 type ControlPlane struct {
 	pulumi.ResourceState
 	Host       *Host
 	Keepalived *Service
-	Init       *KubeadmInit
 	Join       *KubeadmJoin
+	files      *nodeFiles
 }
 
 // Worker is one worker node: host, files, join, labels and taints.
@@ -45,9 +46,16 @@ type Worker struct {
 
 // NewCluster declares the homelab's resources in the HA bootstrap order:
 // hosts -> base files, CA files -> keepalived (the VIP answers before init)
-// -> init on the first control-plane node -> other control-plane nodes join
-// one at a time -> workers join in parallel -> labels, taints, RuntimeClass
-// -> etcd membership.
+// -> the cluster bootstrapped (kubeadm init on one control-plane node, once)
+// -> every control-plane node a member, one at a time; workers join in
+// parallel, alongside, once the bootstrap node serves the API -> labels,
+// taints, RuntimeClass -> etcd membership.
+//
+// No resource's identity depends on the order nodes are listed in: every
+// control-plane node gets the same kinds of resource (an init config, a
+// join), and the bootstrap is one cluster-wide resource that runs kubeadm
+// init only where no cluster exists yet. Listing the nodes in another
+// order changes nothing on any node.
 func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.ResourceOption) (*Cluster, error) {
 	cl := &Cluster{}
 	if err := ctx.RegisterComponentResource("homelab:cluster:Cluster", name, cl, opts...); err != nil {
@@ -59,15 +67,15 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		return nil, err
 	}
 	cps := inv.ControlPlanes()
-	first := cps[0]
-	via := connection(cfg, first)
+	boot := inv.Bootstrap()
+	via := connection(cfg, boot)
 
 	// Every control-plane node's keepalived runs before init, so the
 	// endpoint answers while kubeadm bootstraps through it.
-	planes := make([]*ControlPlane, len(cps))
-	fileDeps := make([][]pulumi.Resource, len(cps))
+	planes := map[string]*ControlPlane{}
+	fileDeps := map[string][]pulumi.Resource{}
 	var keepaliveds []pulumi.Resource
-	for i, n := range cps {
+	for _, n := range cps {
 		// keepalived one node at a time: restarting every instance at
 		// once (new peers after a re-address) would leave the VIP with
 		// no holder for a few advert intervals.
@@ -75,78 +83,72 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		if err != nil {
 			return nil, err
 		}
-		planes[i], fileDeps[i] = cp, deps
+		planes[n.Name], fileDeps[n.Name] = cp, deps
 		if cp.Keepalived != nil {
 			keepaliveds = append(keepaliveds, cp.Keepalived)
 		}
 	}
 
-	initFiles := filesOf(rendered, first.Name)
-	initDeps := append(fileDeps[0], keepaliveds...)
-	token := pulumi.ToSecret(pulumi.String(cfg.Bundle.BootstrapToken())).(pulumi.StringOutput)
-	initArgs := pulumi.Map{
-		"connection":      via,
-		"configPath":      pulumi.String(kubeadm.InitConfigPath),
-		"configSha":       pulumi.String(sha(contentOf(initFiles, kubeadm.InitConfigPath))),
+	// The bootstrap node's files, every keepalived (the endpoint answers),
+	// and every node's init config: the cluster config is uploaded through
+	// whichever node the cluster runs on.
+	initDeps := append(slices.Clone(fileDeps[boot.Name]), keepaliveds...)
+	for _, n := range cps {
+		initDeps = append(initDeps, planes[n.Name].files.get(kubeadm.InitConfigPath)...)
+	}
+	// Stacks made before the bootstrap was cluster-wide held it as the
+	// first control-plane node's KubeadmInit.
+	var aliases []pulumi.Alias
+	for _, n := range cps {
+		aliases = append(aliases, pulumi.Alias{Name: pulumi.String(n.Name), Parent: planes[n.Name]})
+	}
+	init, err := register(ctx, "KubeadmInit", inv.Cluster.Name, pulumi.Map{
+		"connection": via,
+		"configPath": pulumi.String(kubeadm.InitConfigPath),
+		// The cluster-wide part only: which node bootstraps is no change
+		// to the cluster's configuration.
+		"configSha":       pulumi.String(sha(rendered.ClusterConfig)),
 		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
-		"peers":           peersOf(cfg, cps, first.Name),
-		"bootstrapToken":  token,
-	}
-	if contentOf(initFiles, kubeadm.JoinConfigPath) != nil {
-		initArgs["joinConfigPath"] = pulumi.String(kubeadm.JoinConfigPath)
-	}
-	init, err := register(ctx, "KubeadmInit", first.Name, initArgs, &KubeadmInit{}, pulumi.Parent(planes[0]), pulumi.DependsOn(initDeps),
+		"peers":           peersOf(cfg, cps, boot.Name),
+	}, &KubeadmInit{}, pulumi.Parent(cl), pulumi.DependsOn(initDeps),
+		pulumi.Aliases(aliases),
 		// cluster-admin credentials: encrypted in state, never shown.
 		pulumi.AdditionalSecretOutputs([]string{"adminKubeconfig"}))
 	if err != nil {
 		return nil, err
 	}
-	planes[0].Init = init
 
-	joinArgs := func(n inventory.Node, controlPlane bool) pulumi.Map {
-		m := pulumi.Map{
-			"connection":      connection(cfg, n),
-			"configPath":      pulumi.String(kubeadm.JoinConfigPath),
-			"configSha":       pulumi.String(sha(contentOf(filesOf(rendered, n.Name), kubeadm.JoinConfigPath))),
-			"controlPlane":    pulumi.Bool(controlPlane),
-			"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
-			"via":             via,
-			"bootstrapToken":  token,
-		}
-		if controlPlane {
-			m["peers"] = peersOf(cfg, cps, n.Name)
-		}
-		return m
-	}
-
-	// Control-plane joins go one at a time: each grows etcd by a member,
-	// and two at once can lose quorum while both are learners.
+	// Control-plane nodes become members one at a time, the bootstrap node
+	// first (its init made it one): each grows etcd by a member, and two at
+	// once can lose quorum while both are learners.
+	order := append([]inventory.Node{boot}, slices.DeleteFunc(slices.Clone(cps), func(n inventory.Node) bool { return n.Name == boot.Name })...)
 	last := pulumi.Resource(init)
-	cpDone := []pulumi.Resource{init}
-	for i := 1; i < len(cps); i++ {
-		j, err := register(ctx, "KubeadmJoin", cps[i].Name, joinArgs(cps[i], true), &KubeadmJoin{},
-			pulumi.Parent(planes[i]), pulumi.DependsOn(append([]pulumi.Resource{last}, fileDeps[i]...)))
+	var cpDone []pulumi.Resource
+	for _, n := range order {
+		j, err := declareJoin(ctx, planes[n.Name], cfg, rendered, n, via, peersOf(cfg, cps, n.Name),
+			append([]pulumi.Resource{init, last}, fileDeps[n.Name]...))
 		if err != nil {
 			return nil, err
 		}
-		planes[i].Join = j
+		planes[n.Name].Join = j
 		last = j
 		cpDone = append(cpDone, j)
 	}
-	for i, n := range cps {
-		joined := []pulumi.Resource{cpDone[i]}
-		if err := declareNodeMeta(ctx, planes[i], cfg, via, n, joined); err != nil {
+	for _, n := range cps {
+		if err := declareNodeMeta(ctx, planes[n.Name], cfg, via, n, []pulumi.Resource{planes[n.Name].Join}); err != nil {
 			return nil, err
 		}
-		if err := ctx.RegisterResourceOutputs(planes[i], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
+		if err := ctx.RegisterResourceOutputs(planes[n.Name], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
 			return nil, err
 		}
 	}
 
-	// Workers join in parallel once every control-plane node is in.
-	joins := append([]pulumi.Resource{}, cpDone...)
+	// Workers join in parallel as soon as the bootstrap node serves the
+	// API, alongside the control-plane joins: a worker needs only the API
+	// through the endpoint, and adds no etcd member.
+	joins := slices.Clone(cpDone)
 	for _, n := range inv.Workers() {
-		w, err := newWorker(ctx, cl, cfg, rendered, n, via, joinArgs(n, false), last)
+		w, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), planes[boot.Name].Join)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +157,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 
 	var members pulumi.Array
 	var viaAll pulumi.Array
-	for _, n := range cps {
+	for _, n := range slices.SortedFunc(slices.Values(cps), func(a, b inventory.Node) int { return strings.Compare(a.Name, b.Name) }) {
 		members = append(members, pulumi.Map{"name": pulumi.String(n.Name), "peerURL": pulumi.String("https://" + net.JoinHostPort(n.Address, "2380"))})
 		viaAll = append(viaAll, connection(cfg, n))
 	}
@@ -169,34 +171,27 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	// updated before its etcd restarts on the new address, or its peers
 	// could not reach it. One node at a time, each healthy again before the
 	// next, so etcd never loses quorum.
-	apiSANs, etcdSANs := rendered.APIServerSANs.Strings(), sans.Etcd(inv).Strings()
-	hash, err := cfg.Bundle.CACertHash()
-	if err != nil {
-		return nil, err
-	}
+	apiSANs, etcdSANs := rendered.APIServerSANs.Strings(), rendered.EtcdSANs.Strings()
 	componentArgs := pulumi.StringArrayMap{}
-	for pod, args := range kubeadm.ComponentArgs(kubeadm.Cluster(inv, rendered.APIServerSANs, sans.Etcd(inv))) {
+	for pod, args := range rendered.ComponentArgs {
 		componentArgs[pod] = pulumi.ToStringArray(args)
 	}
 	prev := pulumi.Resource(etcd)
-	for i, n := range cps {
-		phases, err := kubeadm.Init(inv, n, kubeadm.Secrets{BootstrapToken: cfg.Bundle.BootstrapToken(), CACertHash: hash}, rendered.APIServerSANs, sans.Etcd(inv))
-		if err != nil {
-			return nil, err
-		}
-		deps := []pulumi.Resource{prev, cpDone[i]}
-		if planes[i].Keepalived != nil {
-			deps = append(deps, planes[i].Keepalived)
+	for _, n := range cps {
+		deps := []pulumi.Resource{prev, planes[n.Name].Join}
+		deps = append(deps, planes[n.Name].files.get(kubeadm.InitConfigPath)...)
+		if planes[n.Name].Keepalived != nil {
+			deps = append(deps, planes[n.Name].Keepalived)
 		}
 		a, err := register(ctx, "ControlPlaneAddress", n.Name, pulumi.Map{
 			"connection":    connection(cfg, n),
 			"address":       pulumi.String(n.Address),
 			"apiServerSANs": pulumi.ToStringArray(apiSANs),
 			"etcdSANs":      pulumi.ToStringArray(etcdSANs),
-			"config":        pulumi.ToSecret(pulumi.String(string(phases))).(pulumi.StringOutput),
+			"configPath":    pulumi.String(kubeadm.InitConfigPath),
 			"port":          pulumi.Int(inv.Cluster.Endpoint.Port),
 			"componentArgs": componentArgs,
-		}, &ControlPlaneAddress{}, pulumi.Parent(planes[i]), pulumi.DependsOn(deps))
+		}, &ControlPlaneAddress{}, pulumi.Parent(planes[n.Name]), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
 		}
@@ -262,6 +257,7 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 	if err != nil {
 		return nil, nil, err
 	}
+	cp.files = nf
 	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		// The check script verifies TLS with the cluster CA.
 		deps := append(nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, pki.CertificatesDir+"/ca.crt"), after...)
@@ -274,6 +270,9 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 			return nil, nil, err
 		}
 		cp.Keepalived = svc
+	}
+	if err := declareSnapshotTimer(ctx, cp, conn, n.Name, files, nf); err != nil {
+		return nil, nil, err
 	}
 	return cp, nf.all, nil
 }
@@ -298,7 +297,7 @@ func peersOf(cfg Config, cps []inventory.Node, except string) pulumi.Array {
 	return out
 }
 
-func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via, joinArgs pulumi.Map, after pulumi.Resource) (*Worker, error) {
+func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via pulumi.Map, peers pulumi.Array, after pulumi.Resource) (*Worker, error) {
 	w := &Worker{}
 	if err := ctx.RegisterComponentResource("homelab:cluster:Worker", n.Name, w, pulumi.Parent(parent)); err != nil {
 		return nil, err
@@ -313,8 +312,7 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 	if err != nil {
 		return nil, err
 	}
-	j, err := register(ctx, "KubeadmJoin", n.Name, joinArgs, &KubeadmJoin{}, pulumi.Parent(w),
-		pulumi.DependsOn(append([]pulumi.Resource{after}, nf.all...)))
+	j, err := declareJoin(ctx, w, cfg, r, n, via, peers, append([]pulumi.Resource{after}, nf.all...))
 	if err != nil {
 		return nil, err
 	}
@@ -326,4 +324,27 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 		return nil, err
 	}
 	return w, ctx.RegisterResourceOutputs(w, pulumi.Map{"node": pulumi.String(n.Name)})
+}
+
+// declareJoin declares a node's membership: kubeadm join with its own
+// token and its transient join config, or, on the node that bootstrapped
+// the cluster, the init that already made it a member.
+func declareJoin(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via pulumi.Map, peers pulumi.Array, deps []pulumi.Resource) (*KubeadmJoin, error) {
+	config := contentOf(filesOf(r, n.Name), kubeadm.JoinConfigPath)
+	args := pulumi.Map{
+		"connection":      connection(cfg, n),
+		"configPath":      pulumi.String(kubeadm.JoinConfigPath),
+		"configSha":       pulumi.String(sha(config)),
+		"controlPlane":    pulumi.Bool(n.IsControlPlane()),
+		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
+		"via":             via,
+		"peers":           peers,
+		"bootstrapToken":  pulumi.ToSecret(pulumi.String(cfg.Bundle.JoinToken(n.Name))).(pulumi.StringOutput),
+	}
+	// The single-ip layout's endpoint node has none: it cannot join
+	// through itself.
+	if config != nil {
+		args["config"] = pulumi.ToSecret(pulumi.String(string(config))).(pulumi.StringOutput)
+	}
+	return register(ctx, "KubeadmJoin", n.Name, args, &KubeadmJoin{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
 }

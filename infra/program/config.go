@@ -3,7 +3,6 @@ package program
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,11 +41,14 @@ func Main(ctx *pulumi.Context) error {
 
 // FromStackConfig builds the program's Config from the stack's config.
 func FromStackConfig(ctx *pulumi.Context) (Config, error) {
+	// Paths in stack config are the project's, as for any Pulumi program's
+	// files; the Go language host runs the program in its main folder.
+	root := ctx.RootDirectory()
 	path, ok := ctx.GetConfig(KeyInventory)
-	if !ok {
-		return Config{}, fmt.Errorf("stack config %s is not set: `pulumi config set inventory inventory/homelab.yaml`", KeyInventory)
+	if !ok || path == "" {
+		return Config{}, fmt.Errorf("stack config %s is not set: `pulumi config set inventory inventory/homelab.yaml` (a path relative to the project directory, or absolute)", KeyInventory)
 	}
-	inv, warnings, err := inventory.Load(path)
+	inv, warnings, err := inventory.Load(inventory.ResolvePath(path, root))
 	for _, w := range warnings {
 		ctx.Log.Warn(w.Error(), nil)
 	}
@@ -64,20 +66,21 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	// Pulumi.yaml defaults the optional keys to "": unset.
 	key, ok := ctx.GetConfig(KeySSHPrivateKey)
-	if ok && !ctx.IsConfigSecret(KeySSHPrivateKey) {
+	if ok && key != "" && !ctx.IsConfigSecret(KeySSHPrivateKey) {
 		return Config{}, fmt.Errorf("stack config %s must be a secret: set it again with `pulumi config set --secret`", KeySSHPrivateKey)
 	}
-	if !ok {
-		data, err := os.ReadFile(ExpandHome(inv.SSH.PrivateKey))
+	if !ok || key == "" {
+		data, err := os.ReadFile(inv.SSH.PrivateKey)
 		if err != nil {
 			return Config{}, fmt.Errorf("ssh.privateKey: %w (or set %s)", err, KeySSHPrivateKey)
 		}
 		key = string(data)
 	}
-	known, ok := ctx.GetConfig(KeyKnownHosts)
-	if !ok {
-		known = ExpandHome(inv.SSH.KnownHosts)
+	known := inv.SSH.KnownHosts
+	if k, ok := ctx.GetConfig(KeyKnownHosts); ok && k != "" {
+		known = inventory.ResolvePath(k, root)
 	}
 	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: known, HostKeys: map[string]string{}}
 	for _, n := range inv.Nodes {
@@ -92,14 +95,4 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 		cfg.IgnorePreflight = strings.Split(ig, ",")
 	}
 	return cfg, nil
-}
-
-// ExpandHome resolves a leading ~/ as a shell would.
-func ExpandHome(p string) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, rest)
-		}
-	}
-	return p
 }

@@ -19,8 +19,8 @@ type Dataplane struct {
 
 // declareDataplane declares the pod network (Cilium) and the swap between
 // kube-proxy and Cilium's replacement. It follows init (restoring
-// kube-proxy renders the config kubeadm has on the first control-plane
-// node) and every join: it waits for every declared node to be Ready.
+// kube-proxy renders the config kubeadm has on the bootstrap node, via) and
+// every join: it waits for every declared node to be Ready.
 func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
 	inv := cfg.Inventory
 	values, err := cilium.Render(inv)
@@ -33,7 +33,7 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 	}
 	chart, chartSha := "", ""
 	if inv.Cluster.Cilium.Chart != "" {
-		chart = ExpandHome(inv.Cluster.Cilium.Chart)
+		chart = inv.Cluster.Cilium.Chart
 		// A rebuilt archive at the same path is a new chart.
 		if data, err := os.ReadFile(chart); err == nil {
 			chartSha = sha(data)

@@ -13,7 +13,7 @@ import (
 func TestDataplaneDeclared(t *testing.T) {
 	m := runMocked(t, inventory.LayoutVIP)
 	d := m.get(t, "homelab:index:Dataplane", "dataplane")
-	if !dependsOn(d, "homelab:index:KubeadmInit", "cp-1") {
+	if !dependsOn(d, "homelab:index:KubeadmInit", "homelab") {
 		t.Errorf("Dataplane does not follow init: %v", d.deps)
 	}
 	// It waits for every node Ready: every node must have joined first.

@@ -65,7 +65,7 @@ func TestDevicePluginWhenEnabled(t *testing.T) {
 	}
 	// Its pods name the RuntimeClass; the DaemonSet controller places
 	// them as GPU workers join.
-	if !dependsOn(r, "homelab:index:Manifest", "runtimeclass-nvidia") || !dependsOn(r, "homelab:index:KubeadmInit", "cp-1") {
+	if !dependsOn(r, "homelab:index:Manifest", "runtimeclass-nvidia") || !dependsOn(r, "homelab:index:KubeadmInit", "homelab") {
 		t.Errorf("device plugin applied before the cluster and its RuntimeClass: %v", r.deps)
 	}
 	in := r.inputs

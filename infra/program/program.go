@@ -83,6 +83,9 @@ type nodeFiles struct {
 func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, node string, files []file.File, after pulumi.Resource) (*nodeFiles, error) {
 	nf := &nodeFiles{byPath: map[string]*File{}}
 	for _, f := range files {
+		if f.Transient {
+			continue // its step writes it, uses it and removes it
+		}
 		var content pulumi.StringInput = pulumi.String(string(f.Content))
 		if f.Secret {
 			content = pulumi.ToSecret(pulumi.String(string(f.Content))).(pulumi.StringOutput)
@@ -125,12 +128,20 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 		if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			requires = append(requires, "keepalived")
 		}
+		if cfg.Inventory.Cluster.Etcd.Snapshots != nil {
+			requires = append(requires, snapshotRequires...)
+		}
+	}
+	pin, err := cfg.Bundle.CACertHash()
+	if err != nil {
+		return nil, err
 	}
 	return register(ctx, "Host", n.Name, pulumi.Map{
 		"connection": conn,
 		"address":    pulumi.String(n.Address),
 		"mac":        pulumi.String(n.MAC),
 		"requires":   pulumi.ToStringArray(requires),
+		"clusterCA":  pulumi.String(pin),
 	}, &Host{}, pulumi.Parent(parent))
 }
 

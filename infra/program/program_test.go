@@ -94,7 +94,10 @@ func TestBootstrapOrder(t *testing.T) {
 		join = "homelab:index:KubeadmJoin"
 		file = "homelab:index:File"
 	)
-	init := m.get(t, ini, "cp-1")
+	init := m.get(t, ini, "homelab")
+	if init.inputs["connection"].ObjectValue()["node"].StringValue() != "cp-1" {
+		t.Errorf("a new cluster bootstraps on %v, want the first control-plane node", init.inputs["connection"])
+	}
 	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
 		if !dependsOn(init, svc, cp+":keepalived") {
 			t.Errorf("init does not wait for %s's keepalived (the VIP must answer first)", cp)
@@ -103,16 +106,19 @@ func TestBootstrapOrder(t *testing.T) {
 	if !dependsOn(init, file, "cp-1:/etc/kubernetes/pki/ca.key") || !dependsOn(init, file, "cp-1:/etc/kubernetes/kubeadm/init.yaml") {
 		t.Error("init does not wait for its CA and config files")
 	}
-	if !dependsOn(m.get(t, join, "cp-2"), ini, "cp-1") {
-		t.Error("cp-2 joins before init")
+	if !dependsOn(m.get(t, join, "cp-1"), ini, "homelab") {
+		t.Error("the bootstrap node's membership does not follow the bootstrap")
+	}
+	if !dependsOn(m.get(t, join, "cp-2"), join, "cp-1") {
+		t.Error("cp-2 joins before cp-1 is a member")
 	}
 	if !dependsOn(m.get(t, join, "cp-3"), join, "cp-2") {
 		t.Error("cp-3 does not join after cp-2 (control-plane joins must be one at a time)")
 	}
 	for _, w := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 		j := m.get(t, join, w)
-		if !dependsOn(j, join, "cp-3") {
-			t.Errorf("%s joins before the last control-plane node", w)
+		if !dependsOn(j, join, "cp-1") || dependsOn(j, join, "cp-2") || dependsOn(j, join, "cp-3") {
+			t.Errorf("%s does not join as soon as the bootstrap node serves the API, alongside the control-plane joins: %v", w, j.deps)
 		}
 		for _, other := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
 			if other != w && dependsOn(j, join, other) {
@@ -137,7 +143,7 @@ func TestBootstrapOrder(t *testing.T) {
 
 func TestSecretsAreSecretInputs(t *testing.T) {
 	m := runMocked(t, inventory.LayoutVIP)
-	for _, name := range []string{"cp-1:/etc/kubernetes/pki/ca.key", "cp-2:/etc/kubernetes/kubeadm/join.yaml", "cp-1:/etc/keepalived/keepalived.conf"} {
+	for _, name := range []string{"cp-1:/etc/kubernetes/pki/ca.key", "cp-1:/etc/keepalived/keepalived.conf"} {
 		r := m.get(t, "homelab:index:File", name)
 		if !r.inputs["content"].IsSecret() {
 			t.Errorf("%s content is not a secret input", name)
@@ -150,8 +156,71 @@ func TestSecretsAreSecretInputs(t *testing.T) {
 	if !conn["privateKey"].IsSecret() {
 		t.Error("the SSH private key is not a secret input")
 	}
-	if !m.get(t, "homelab:index:KubeadmJoin", "gpu-1").inputs["bootstrapToken"].IsSecret() {
-		t.Error("the bootstrap token is not a secret input")
+	join := m.get(t, "homelab:index:KubeadmJoin", "gpu-1")
+	if !join.inputs["bootstrapToken"].IsSecret() || !join.inputs["config"].IsSecret() {
+		t.Error("the join token, or the join config holding it, is not a secret input")
+	}
+	// The join config is the join's to write and remove: no File keeps
+	// the token on a node.
+	for k := range m.all {
+		if strings.HasSuffix(k, ":/etc/kubernetes/kubeadm/join.yaml") {
+			t.Errorf("%s: the join config is a File", k)
+		}
+	}
+}
+
+// Listing the nodes in another order changes no resource's identity or
+// inputs but the means (which node the cluster is reached through, which
+// one a new cluster would bootstrap on), which no Diff counts.
+func TestReorderedNodesDeclareTheSameResources(t *testing.T) {
+	means := map[string]bool{"via": true, "peers": true, "nodes": true}
+	strip := func(r registered) resource.PropertyValue {
+		in := r.inputs.Copy()
+		for k := range in {
+			if means[string(k)] {
+				delete(in, k)
+			}
+		}
+		if r.token == "homelab:index:KubeadmInit" {
+			delete(in, "connection")
+		}
+		return resource.NewObjectProperty(in)
+	}
+	before := runMocked(t, inventory.LayoutVIP)
+	after := runMockedWith(t, func(inv *inventory.Inventory) {
+		inv.Nodes[0], inv.Nodes[2] = inv.Nodes[2], inv.Nodes[0]
+		inv.Nodes[3], inv.Nodes[6] = inv.Nodes[6], inv.Nodes[3]
+	})
+	if len(before.all) != len(after.all) {
+		t.Errorf("%d resources before, %d after reordering", len(before.all), len(after.all))
+	}
+	for key, r := range before.all {
+		a, ok := after.all[key]
+		if !ok {
+			t.Errorf("%s is gone after reordering the nodes", key)
+			continue
+		}
+		if !strip(r).DeepEquals(strip(a)) {
+			t.Errorf("%s: inputs differ after reordering:\n  %v\n  %v", key, strip(r), strip(a))
+		}
+	}
+}
+
+// single-ip: the endpoint node bootstraps the cluster, wherever it is
+// listed; it has no join config, since it would join through itself.
+func TestSingleIPBootstrapsOnTheEndpointNode(t *testing.T) {
+	m := runMockedWith(t, func(inv *inventory.Inventory) {
+		inv.Cluster.Endpoint.Layout, inv.Cluster.Endpoint.Node = inventory.LayoutSingleIP, "cp-2"
+	})
+	init := m.get(t, "homelab:index:KubeadmInit", "homelab")
+	if got := init.inputs["connection"].ObjectValue()["node"].StringValue(); got != "cp-2" {
+		t.Errorf("bootstraps on %s, want the endpoint node cp-2", got)
+	}
+	if !dependsOn(m.get(t, "homelab:index:KubeadmJoin", "cp-1"), "homelab:index:KubeadmJoin", "cp-2") {
+		t.Error("cp-1 joins before the endpoint node is a member")
+	}
+	if _, ok := m.get(t, "homelab:index:KubeadmJoin", "cp-2").inputs["config"]; ok {
+		t.Error("the endpoint node has a join config")
 	}
 }
 
@@ -162,7 +231,7 @@ func TestSingleIPLayoutHasNoKeepalived(t *testing.T) {
 			t.Errorf("single-ip layout declares %s", k)
 		}
 	}
-	if len(m.get(t, "homelab:index:KubeadmInit", "cp-1").deps) == 0 {
+	if len(m.get(t, "homelab:index:KubeadmInit", "homelab").deps) == 0 {
 		t.Error("init has no dependencies")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
 
 // ControlPlaneAddress keeps what kubeadm baked into a control-plane node
@@ -39,10 +40,12 @@ type ControlPlaneAddressArgs struct {
 	// APIServerSANs and EtcdSANs are the required sets (roles/sans).
 	APIServerSANs []string `pulumi:"apiServerSANs"`
 	EtcdSANs      []string `pulumi:"etcdSANs"`
-	// Config is a kubeadm InitConfiguration + ClusterConfiguration for
-	// this node, for the init phases that regenerate its certificates and
-	// manifests. It holds the bootstrap token: secret.
-	Config string `pulumi:"config" provider:"secret"`
+	// ConfigPath is the node's kubeadm init config (an InitConfiguration +
+	// ClusterConfiguration every control-plane node has), which the init
+	// phases that regenerate its certificates and manifests read.
+	ConfigPath string `pulumi:"configPath,optional"`
+	// Config is no longer used; stacks made by earlier versions hold it.
+	Config string `pulumi:"config,optional" provider:"secret"`
 	Port   int    `pulumi:"port"`
 	// ComponentArgs are the flags (name=value) each control-plane
 	// component's static pod must run with, by pod name (kube-apiserver).
@@ -73,8 +76,14 @@ const (
 	apiserverManifest = manifests + "/kube-apiserver.yaml"
 	etcdManifest      = manifests + "/etcd.yaml"
 	kubeletFlags      = "/var/lib/kubelet/kubeadm-flags.env"
-	phasesConfig      = "/etc/kubernetes/kubeadm/.homelab-phases.yaml"
 )
+
+func (in ControlPlaneAddressArgs) configPath() string {
+	if in.ConfigPath == "" {
+		return kubeadm.InitConfigPath
+	}
+	return in.ConfigPath
+}
 
 // The kubeconfigs whose server is the node's own address (kubeadm points
 // the node's own components at it); admin.conf points at the endpoint.
@@ -367,14 +376,10 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 		return st, nil
 	}
 	p.GetLogger(ctx).Infof("%s: %s", node, strings.Join(dr.problems, "; "))
-	if err := c.Upload(ctx, phasesConfig, []byte(in.Config), 0o600); err != nil {
-		return st, fmt.Errorf("%s: writing the phases config: %w", node, err)
-	}
-	defer func() { _, _ = c.Run(context.WithoutCancel(ctx), "rm -f "+phasesConfig) }()
-	cfg := " --config " + phasesConfig
+	cfg := " --config " + quote(in.configPath())
 
 	if len(dr.certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "regenerating "+strings.Join(dr.certs, ", "), regenerateCerts(dr.certs)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+strings.Join(dr.certs, ", "), regenerateCerts(in.configPath(), dr.certs)); err != nil {
 			return st, err
 		}
 	}
@@ -517,7 +522,7 @@ func readyzAt(ctx context.Context, c *ssh.Client, pool *x509.CertPool, address s
 // whatever its SANs, so it must not see the old ones), then moves each
 // pair into place. The running etcd and apiserver never find a
 // certificate missing: both reload theirs from the files by themselves.
-func regenerateCerts(certs []string) string {
+func regenerateCerts(config string, certs []string) string {
 	phase := map[string]string{"apiserver.crt": "apiserver", "etcd/server.crt": "etcd-server", "etcd/peer.crt": "etcd-peer"}
 	script := `set -e
 pki=/etc/kubernetes/pki
@@ -526,7 +531,7 @@ trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/etcd"
 cp -p $pki/ca.crt $pki/ca.key "$t/"
 cp -p $pki/etcd/ca.crt $pki/etcd/ca.key "$t/etcd/"
-sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + phasesConfig + ` > "$t/config.yaml"
+sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/config.yaml"
 `
 	for _, f := range certs {
 		base := strings.TrimSuffix(f, ".crt")

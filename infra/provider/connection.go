@@ -118,12 +118,13 @@ func unreachable(ctx context.Context, node string, err error) (keep bool) {
 }
 
 // currentVia is the connection to reach the cluster through: the latest
-// inputs' when they name the same node. A via whose node only moved (a new
-// address) is how the cluster is reached, not a property of the resource:
-// Diff does not show it as a change, and the state takes it on at the next
-// refresh (the engine keeps the latest inputs even when nothing changed).
+// inputs' whenever they have one. Through which node the cluster is
+// reached is a means, not a property of the resource: Diff does not show
+// it as a change (a reordered inventory has another first node), so the
+// state may hold an older one, while the engine hands Read the latest
+// inputs even when nothing changed.
 func currentVia(state, inputs Connection) Connection {
-	if inputs.Node == state.Node && inputs.Host != "" {
+	if inputs.Host != "" {
 		return inputs
 	}
 	return state

@@ -39,8 +39,8 @@ import (
 type Dataplane struct{}
 
 type DataplaneArgs struct {
-	// Via is the first control-plane node: admin.conf, kubeadm and the
-	// rendered init config are there.
+	// Via is the bootstrap node (inventory.Bootstrap): admin.conf, kubeadm
+	// and the rendered init config are there.
 	Via Connection `pulumi:"via"`
 	// Nodes are every node, whose KUBE-* rules go once kube-proxy is gone.
 	// A means, not desired state: a new node changes nothing here.
@@ -169,9 +169,6 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 	}
 	if in.cilium() && len(st.StaleRules) > 0 {
 		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
-	}
-	if in.Via != st.Via {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return d
 }

@@ -2,11 +2,10 @@ package provider
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -46,11 +45,6 @@ func (e *EtcdMembers) Annotate(a infer.Annotator) {
 	a.SetToken("index", "EtcdMembers")
 }
 
-type liveMember struct {
-	id uint64
-	EtcdMember
-}
-
 // withEtcd runs fn with a client to etcd on the first reachable node.
 func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) error) error {
 	var errs []error
@@ -76,61 +70,31 @@ func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) e
 	return fmt.Errorf("no control-plane node's etcd answered: %v", errs)
 }
 
+// etcdThrough is a client of the node's own etcd member through the SSH
+// connection (infra/etcdclient, shared with the CLI's etcd commands).
 func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
-	read := func(path string) ([]byte, error) { return c.Read(ctx, path) }
-	caPEM, err := read("/etc/kubernetes/pki/etcd/ca.crt")
-	if err != nil {
-		return nil, err
-	}
-	crt, err := read("/etc/kubernetes/pki/apiserver-etcd-client.crt")
-	if err != nil {
-		return nil, err
-	}
-	key, err := read("/etc/kubernetes/pki/apiserver-etcd-client.key")
-	if err != nil {
-		return nil, err
-	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		return nil, err
-	}
-	return etcdclient.New(ctx, []string{"https://127.0.0.1:2379"}, caPEM, pair, c.DialContext)
+	return etcdclient.ThroughSSH(ctx, c)
 }
 
-func listMembers(ctx context.Context, cli *clientv3.Client) ([]liveMember, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []liveMember
-	for _, m := range resp.Members {
-		url := ""
-		if len(m.PeerURLs) > 0 {
-			url = m.PeerURLs[0]
-		}
-		out = append(out, liveMember{id: m.ID, EtcdMember: EtcdMember{Name: m.Name, PeerURL: url}})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func plain(ms []liveMember) []EtcdMember {
+// plain is the member list as the state records it, by name.
+func plain(ms []memberHealth) []EtcdMember {
 	out := []EtcdMember{}
 	for _, m := range ms {
-		out = append(out, m.EtcdMember)
+		out = append(out, EtcdMember{Name: m.Name, PeerURL: m.PeerURL})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// converge fixes peer URLs and removes members that are not declared. A
+// convergeMembers fixes peer URLs and removes members that are not
+// declared: one removal at most, checked against quorum, and a started
+// member only with the user's consent for its node (removeMember). A
 // member that has not started yet (empty name) is left alone: it is a join
 // in progress.
 func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, error) {
-	var live []liveMember
+	var live []memberHealth
 	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client) error {
-		ms, err := listMembers(ctx, cli)
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}
@@ -138,24 +102,25 @@ func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, err
 		for _, m := range in.Members {
 			want[m.Name] = m.PeerURL
 		}
+		var errs []error
 		for _, m := range ms {
 			url, declared := want[m.Name]
 			switch {
 			case m.Name == "":
 			case !declared:
-				p.GetLogger(ctx).Warningf("removing etcd member %s (%s): not a declared control-plane node", m.Name, m.PeerURL)
-				if _, err := cli.MemberRemove(ctx, m.id); err != nil {
-					return fmt.Errorf("removing etcd member %s: %w", m.Name, err)
+				p.GetLogger(ctx).Warningf("etcd member %s (%s) belongs to no declared control-plane node", m.Name, m.PeerURL)
+				if err := removeMember(ctx, cli, m, false); err != nil {
+					errs = append(errs, err)
 				}
 			case url != m.PeerURL:
 				p.GetLogger(ctx).Infof("etcd member %s: peer URL %s -> %s", m.Name, m.PeerURL, url)
-				if _, err := cli.MemberUpdate(ctx, m.id, []string{url}); err != nil {
+				if _, err := cli.MemberUpdate(ctx, m.ID, []string{url}); err != nil {
 					return fmt.Errorf("updating etcd member %s: %w", m.Name, err)
 				}
 			}
 		}
-		live, err = listMembers(ctx, cli)
-		return err
+		live, err = readMembers(ctx, cli, false)
+		return errors.Join(append(errs, err)...)
 	})
 	return plain(live), err
 }
@@ -173,8 +138,14 @@ func (EtcdMembers) Create(ctx context.Context, req infer.CreateRequest[EtcdMembe
 func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersArgs, EtcdMembersState]) (infer.ReadResponse[EtcdMembersArgs, EtcdMembersState], error) {
 	ctx = reading(ctx)
 	st := req.State
-	err := withEtcd(ctx, st.Via, func(cli *clientv3.Client) error {
-		ms, err := listMembers(ctx, cli)
+	// The latest inputs' nodes: which nodes etcd is reached through is no
+	// change (Diff ignores it), so the state may hold an older list.
+	via := req.Inputs.Via
+	if len(via) == 0 {
+		via = st.Via
+	}
+	err := withEtcd(ctx, via, func(cli *clientv3.Client) error {
+		ms, err := readMembers(ctx, cli, false)
 		st.Live = plain(ms)
 		return err
 	})
@@ -196,9 +167,6 @@ func (EtcdMembers) Diff(ctx context.Context, req infer.DiffRequest[EtcdMembersAr
 	want := sortedMembers(req.Inputs.Members)
 	if !slices.Equal(want, sortedMembers(req.State.Live)) || !slices.Equal(want, sortedMembers(req.State.Members)) {
 		d["members"] = p.PropertyDiff{Kind: p.Update}
-	}
-	if !slices.Equal(req.Inputs.Via, req.State.Via) {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }

@@ -132,14 +132,33 @@ func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileSt
 	return infer.UpdateResponse[FileState]{Output: st}, nil
 }
 
+// keyMaterial are files whose loss on a running control-plane node loses
+// the cluster's identity or data: the CA and service-account keys and the
+// secrets encryption key.
+func keyMaterial(path string) bool {
+	return (strings.HasPrefix(path, "/etc/kubernetes/pki/") && strings.HasSuffix(path, ".key")) || strings.HasPrefix(path, "/etc/kubernetes/encryption/")
+}
+
+// Delete removes the file. Key material goes from a node whose control
+// plane still runs only with the user's consent for that node, and a file
+// on a node that cannot be reached is forgotten only with it.
 func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
+	node, path := req.State.Connection.Node, req.State.Path
 	c, err := dial(ctx, req.State.Connection)
 	if err != nil {
-		unreachable(ctx, req.State.Connection.Node, err)
-		return infer.DeleteResponse{}, nil
+		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "removing "+path, path, err)
 	}
 	defer c.Close()
-	_, err = must(ctx, c, req.State.Connection.Node, "removing "+req.State.Path, "rm -f "+quote(req.State.Path)+
+	if keyMaterial(path) && !consented(node) {
+		out, _, err := query(ctx, c, "test -f "+manifests+"/kube-apiserver.yaml && echo running")
+		if err != nil {
+			return infer.DeleteResponse{}, err
+		}
+		if strings.TrimSpace(out) == "running" {
+			return infer.DeleteResponse{}, refused(node, "removing "+path, "delete "+path+" from a node whose control plane still runs on it")
+		}
+	}
+	_, err = must(ctx, c, node, "removing "+path, "rm -f "+quote(path)+
 		// The directory it made (kubeadm/, encryption/) goes too once empty.
 		" && { rmdir \"$(dirname "+quote(req.State.Path)+")\" 2>/dev/null; true; }")
 	return infer.DeleteResponse{}, err

@@ -12,7 +12,10 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 // Host is a machine of the inventory as it really is: reachable with its
@@ -29,6 +32,10 @@ type HostArgs struct {
 	MAC     string `pulumi:"mac,optional"`
 	// Requires lists commands the node must have (kubeadm, kubelet, ...).
 	Requires []string `pulumi:"requires,optional"`
+	// ClusterCA is the pin (kubeadm's caCertHashes form) of the secrets
+	// bundle's Kubernetes CA: a node holding another CA runs another
+	// cluster.
+	ClusterCA string `pulumi:"clusterCA,optional"`
 }
 
 type HostState struct {
@@ -46,6 +53,11 @@ type HostState struct {
 	// new key was accepted, which preview shows as this node's change.
 	HostKey          string `pulumi:"hostKey,optional"`
 	ConvergedHostKey string `pulumi:"convergedHostKey,optional"`
+	// CA is the pin of the Kubernetes CA the node holds, JoinedAs the node
+	// name its kubelet's client certificate was issued for ("" for none):
+	// who the machine is to a cluster, whatever the inventory calls it.
+	CA       string `pulumi:"ca,optional"`
+	JoinedAs string `pulumi:"joinedAs,optional"`
 }
 
 func (h *Host) Annotate(a infer.Annotator) {
@@ -70,6 +82,13 @@ true`
 
 func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infer.CreateResponse[HostState], error) {
 	if req.DryRun {
+		// A preview already names a machine that is another cluster's or
+		// another node's; one it cannot reach yet is for the up to check.
+		if st, err := readFacts(reading(ctx), req.Inputs); err == nil {
+			if problems := st.identityProblems(); len(problems) > 0 {
+				return infer.CreateResponse[HostState]{}, fmt.Errorf("%s %s", req.Inputs.Connection.Node, strings.Join(problems, "; "))
+			}
+		}
 		return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: HostState{HostArgs: req.Inputs}}, nil
 	}
 	st, err := readFacts(ctx, req.Inputs)
@@ -125,13 +144,63 @@ func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
 	}
 	sort.Strings(st.MACs)
 	sort.Strings(st.Addresses)
+	if data, err := c.Read(ctx, pki.CertificatesDir+"/ca.crt"); err == nil {
+		st.CA, _ = pki.CAPin(data)
+	}
+	st.JoinedAs = joinedAs(ctx, c)
 	return st, nil
+}
+
+// joinedAs is the node name the machine's kubelet holds a client
+// certificate for: the rotating one, else the one kubelet.conf embeds.
+func joinedAs(ctx context.Context, c *ssh.Client) string {
+	if data, err := c.Read(ctx, "/var/lib/kubelet/pki/kubelet-client-current.pem"); err == nil {
+		if name := pki.NodeNameOf(data); name != "" {
+			return name
+		}
+	}
+	data, err := c.Read(ctx, kubeletConf)
+	if err != nil {
+		return ""
+	}
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return ""
+	}
+	for _, auth := range kc.AuthInfos {
+		if name := pki.NodeNameOf(auth.ClientCertificateData); name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+// identityProblems says when the machine at the node's address is not that
+// node to any cluster: it holds another cluster's CA (a bundle or state
+// mix-up, or a machine never reset), or it joined under another name (a
+// renamed node in the inventory). Nothing may be written to it then: each
+// file would overwrite another cluster's, or another node's.
+func (st HostState) identityProblems() []string {
+	node := st.Connection.Node
+	var out []string
+	if st.ClusterCA != "" && st.CA != "" && st.CA != st.ClusterCA {
+		out = append(out, fmt.Sprintf("belongs to another cluster: its Kubernetes CA is %s, this inventory's secrets bundle has %s. "+
+			"If the bundle is the wrong one, give the cluster's own (homelab --secrets, or the stack's secrets config); "+
+			"if kubeadm built that cluster by hand, take it over with homelab adopt; if the machine is yours to rebuild, reset it first (kubeadm reset -f, then rm -rf /etc/kubernetes/pki on it)",
+			st.CA, st.ClusterCA))
+	}
+	if st.JoinedAs != "" && st.JoinedAs != node {
+		out = append(out, fmt.Sprintf("is joined to the cluster as %[1]s, not %[2]s: a renamed node is a removal and a new join of the same machine. "+
+			"Keep the name %[1]s in the inventory; to rename it, first remove %[1]s from the inventory and run up --allow-destroy %[1]s, then declare the machine as %[2]s and run up again",
+			st.JoinedAs, node))
+	}
+	return out
 }
 
 // check fails when the machine is not the one declared or lacks a tool.
 func (st HostState) check() error {
 	node := st.Connection.Node
-	var problems []string
+	problems := st.identityProblems()
 	if len(st.Missing) > 0 {
 		problems = append(problems, fmt.Sprintf("lacks %s: install kubeadm, kubelet and kubectl from pkgs.k8s.io, a container runtime, and keepalived on control-plane nodes", strings.Join(st.Missing, ", ")))
 	}
@@ -200,6 +269,13 @@ func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]
 	}
 	if !slices.Equal(in.Requires, st.Requires) || len(st.Missing) > 0 {
 		d["requires"] = p.PropertyDiff{Kind: p.Update}
+	}
+	// Not a change to make: a machine that is another cluster's or
+	// another node's stops the preview, naming it, before anything else.
+	live := st
+	live.HostArgs = in
+	if problems := live.identityProblems(); len(problems) > 0 {
+		return infer.DiffResponse{}, fmt.Errorf("%s %s", in.Connection.Node, strings.Join(problems, "; "))
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }

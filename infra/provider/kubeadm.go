@@ -3,8 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 
@@ -12,30 +15,37 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 )
 
-// KubeadmInit is `kubeadm init` on the first control-plane node. Its live
-// state is whether the node runs an initialised control plane; an init that
-// was interrupted half-way is reset and run again, never duplicated.
+// KubeadmInit bootstraps the cluster: kubeadm init on one control-plane
+// node, once, where no cluster exists yet. It is one resource for the
+// whole cluster, not a property of a node: which node is listed first is
+// no identity, and a cluster found running on any control-plane node is
+// the cluster (a replaced or blank bootstrap node re-joins it through its
+// own KubeadmJoin; no second init ever runs).
 type KubeadmInit struct{}
 
 type KubeadmInitArgs struct {
+	// Connection is the node a new cluster is bootstrapped on.
 	Connection Connection `pulumi:"connection"`
 	ConfigPath string     `pulumi:"configPath"`
-	// ConfigSha is the rendered config's checksum: a changed config is an
-	// update (uploaded to the cluster), never a second init.
+	// ConfigSha is the checksum of the cluster-wide configuration: a
+	// change is an update (uploaded to kubeadm-config), never a second
+	// init, and another bootstrap node is no change at all.
 	ConfigSha       string   `pulumi:"configSha"`
 	IgnorePreflight []string `pulumi:"ignorePreflight,optional"`
-	// Peers are the other control-plane nodes. A first node found blank
-	// (a replaced machine) while the cluster runs on a peer re-joins it as
-	// a control-plane member with JoinConfigPath instead of starting a
-	// second cluster; a peer that cannot be checked stops the init.
-	Peers          []Connection `pulumi:"peers,optional"`
-	JoinConfigPath string       `pulumi:"joinConfigPath,optional"`
-	BootstrapToken string       `pulumi:"bootstrapToken,optional" provider:"secret"`
+	// Peers are the other control-plane nodes, where a cluster may
+	// already run; one that cannot be checked stops a new init.
+	Peers []Connection `pulumi:"peers,optional"`
+	// JoinConfigPath and BootstrapToken are no longer used; stacks made
+	// by earlier versions hold them.
+	JoinConfigPath string `pulumi:"joinConfigPath,optional"`
+	BootstrapToken string `pulumi:"bootstrapToken,optional" provider:"secret"`
 }
 
 type KubeadmInitState struct {
 	KubeadmInitArgs
 	Initialized bool `pulumi:"initialized"`
+	// BootstrappedOn is the node kubeadm init ran on, as recorded then.
+	BootstrappedOn string `pulumi:"bootstrappedOn,optional"`
 	// AdminKubeconfig is /etc/kubernetes/admin.conf: cluster-admin access.
 	AdminKubeconfig string `pulumi:"adminKubeconfig" provider:"secret"`
 	// ClusterUID identifies the cluster (its kube-system namespace's UID):
@@ -47,7 +57,8 @@ type KubeadmInitState struct {
 // clusterUIDCmd prints the cluster's identity.
 const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metadata.uid}'"
 
-// readClusterUID is the cluster's identity, "" when the API does not say.
+// readClusterUID is the cluster's identity, read through a node whose
+// admin.conf the API answers to; "" when the API does not say.
 func readClusterUID(ctx context.Context, c *ssh.Client) string {
 	out, code, err := query(ctx, c, clusterUIDCmd)
 	if err != nil || code != 0 {
@@ -59,13 +70,13 @@ func readClusterUID(ctx context.Context, c *ssh.Client) string {
 // WireDependencies keeps the cluster's identity known in a preview: an
 // updated config (an upload, never a second init) keeps the cluster, and
 // what follows it (the pod network) must not show as changing. Update's dry
-// run says when it may change (an init of a blank node).
+// run says when it may change (a bootstrap where none was recorded).
 func (k *KubeadmInit) WireDependencies(f infer.FieldSelector, args *KubeadmInitArgs, state *KubeadmInitState) {
 	f.OutputField(&state.ClusterUID).AlwaysKnown()
 }
 
 func (k *KubeadmInit) Annotate(a infer.Annotator) {
-	a.Describe(&k, "kubeadm init on the first control-plane node; reads back whether the control plane is initialised.")
+	a.Describe(&k, "The cluster's bootstrap: kubeadm init on one control-plane node where no cluster runs yet; reads back whether the cluster exists.")
 	a.SetToken("index", "KubeadmInit")
 }
 
@@ -81,38 +92,49 @@ const (
 	kubectl     = "kubectl --kubeconfig " + adminConf
 )
 
-// initialisedCheck prints "yes" when the node's control plane or kubelet
-// was fully set up by kubeadm, "partial" when kubeadm left something
-// behind (an interrupted run), "no" otherwise.
-func stateCheck(complete ...string) string {
-	var tests []string
-	for _, f := range complete {
-		tests = append(tests, "test -f "+f)
+// stateCheck prints "yes" when the node's control plane or kubelet was
+// fully set up by kubeadm (its marker and files all there), "partial" when
+// kubeadm left something behind (an interrupted run), "no" otherwise.
+// markers are alternatives (the node that ran init is as much a member as
+// one that joined); files are all required.
+func stateCheck(markers []string, files ...string) string {
+	var alt []string
+	for _, m := range markers {
+		alt = append(alt, "test -f "+m)
 	}
-	return "if " + strings.Join(tests, " && ") + "; then echo yes; " +
+	test := "{ " + strings.Join(alt, " || ") + "; }"
+	for _, f := range files {
+		test += " && test -f " + f
+	}
+	return "if " + test + "; then echo yes; " +
 		"elif ls " + manifests + "/*.yaml >/dev/null 2>&1 || test -f " + kubeletConf + " || test -f " + adminConf + " || test -d /var/lib/etcd/member; then echo partial; else echo no; fi"
 }
 
 var initComplete = []string{initMarker, adminConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
 
+// initState is whether the node ran init to completion.
+func initState() string { return stateCheck(initComplete[:1], initComplete[1:]...) }
+
 // resetKeepingCAs undoes an interrupted kubeadm run. kubeadm reset deletes
 // the certificates directory, CAs included; the CAs are the bundle's and
-// must survive, or the retry would mint a new cluster identity.
+// must survive, or the retry would mint a new cluster identity. The
+// node's etcd member, if it has one, was removed first (removeOwnMember):
+// kubeadm's own removal is skipped.
 const resetKeepingCAs = `set -e
 b=/etc/kubernetes/.homelab-ca-keep
 rm -rf "$b"; mkdir -p "$b/etcd"
 for f in ca.crt ca.key sa.key sa.pub front-proxy-ca.crt front-proxy-ca.key etcd/ca.crt etcd/ca.key; do
   [ -f /etc/kubernetes/pki/$f ] && cp -p /etc/kubernetes/pki/$f "$b/$f"
 done
-kubeadm reset -f >/dev/null 2>&1 || true
+kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
 rm -rf /etc/kubernetes/manifests/* /var/lib/etcd/member /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete
 mkdir -p /etc/kubernetes/pki/etcd
 cp -rp "$b"/. /etc/kubernetes/pki/
 rm -rf "$b"`
 
-// uninterrupted lets a kubeadm run finish when the user cancels an up:
-// killing kubeadm half-way leaves a node that needs a reset. A bound still
-// applies, so a hung kubeadm cannot hold the run forever.
+// uninterrupted lets a command finish when the user cancels an up:
+// killing it half-way leaves a node that needs a reset. A bound still
+// applies, so a hung command cannot hold the run forever.
 func mustFinish(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
 	defer cancel()
@@ -130,117 +152,163 @@ func (KubeadmInit) Create(ctx context.Context, req infer.CreateRequest[KubeadmIn
 	in := req.Inputs
 	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true}
 	if req.DryRun {
-		return infer.CreateResponse[KubeadmInitState]{ID: in.Connection.Node, Output: st}, nil
+		return infer.CreateResponse[KubeadmInitState]{ID: "cluster", Output: st}, nil
 	}
-	kc, uid, err := runInit(ctx, in)
-	st.AdminKubeconfig, st.ClusterUID = kc, uid
-	return infer.CreateResponse[KubeadmInitState]{ID: in.Connection.Node, Output: st}, err
+	err := bootstrap(ctx, in, &st)
+	return infer.CreateResponse[KubeadmInitState]{ID: "cluster", Output: st}, err
 }
 
-// runInit returns admin.conf and the cluster's identity.
-func runInit(ctx context.Context, in KubeadmInitArgs) (string, string, error) {
+// bootstrap makes the cluster exist: adopted where it already runs (the
+// bootstrap node, or a peer), else initialised on the bootstrap node.
+func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) error {
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	defer c.Close()
 	node := in.Connection.Node
-	state, _, err := query(ctx, c, stateCheck(initComplete...))
-	if err != nil {
-		return "", "", err
+	// An init an earlier up started and did not see end runs on: its
+	// outcome decides, never a reset under it.
+	if err := settleDetached(ctx, c, node, initRun, "kubeadm init"); err != nil {
+		p.GetLogger(ctx).Warningf("%v", err)
 	}
-	state = strings.TrimSpace(state)
-	if state == "yes" {
+	state, _, err := query(ctx, c, initState())
+	if err != nil {
+		return err
+	}
+	where, at := c, node
+	switch strings.TrimSpace(state) {
+	case "yes":
 		// A cluster built before this state (adopted, or state lost): the
 		// stored cluster config becomes ours, which later joins and
 		// kubeadm upgrades read.
 		p.GetLogger(ctx).Infof("%s: control plane already initialised; adopting it", node)
-		if _, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(in.ConfigPath)); err != nil {
-			return "", "", err
+		if err := uploadConfig(ctx, c, node, in.ConfigPath); err != nil {
+			return err
 		}
-	} else {
+	default:
 		peer, err := livePeer(ctx, in.Peers)
 		if err != nil {
-			return "", "", fmt.Errorf("%s: %w", node, err)
-		}
-		if state == "partial" {
-			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it (CAs kept)", node)
-			if _, err := mustFinish(ctx, c, node, "resetting the interrupted run", resetKeepingCAs); err != nil {
-				return "", "", err
-			}
+			return fmt.Errorf("%s: %w", node, err)
 		}
 		if peer != nil {
-			if err := rejoinFirst(ctx, c, in, *peer); err != nil {
-				return "", "", err
+			// The cluster outlived the node it was bootstrapped on, or
+			// another node is listed first now: it is this cluster.
+			pc, err := dial(ctx, *peer)
+			if err != nil {
+				return err
 			}
-		} else {
-			cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
-				" && touch " + initMarker
-			if _, err := mustFinish(ctx, c, node, "kubeadm init", cmd); err != nil {
-				return "", "", err
+			defer pc.Close()
+			p.GetLogger(ctx).Infof("the cluster runs on %s; %s joins it as a member", peer.Node, node)
+			if err := uploadConfig(ctx, pc, peer.Node, in.ConfigPath); err != nil {
+				return err
+			}
+			where, at = pc, peer.Node
+			break
+		}
+		if strings.TrimSpace(state) == "partial" {
+			// No cluster anywhere: what kubeadm left here is an init that
+			// never finished, and nothing of it is anyone's data.
+			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept)", node)
+			if _, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs); err != nil {
+				return err
 			}
 		}
+		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
+			" && touch " + initMarker
+		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", cmd); err != nil {
+			return err
+		}
+		if err := deleteInitTokens(context.WithoutCancel(ctx), c, node); err != nil {
+			return err
+		}
+		// A new cluster: whatever identity the state held is gone, even
+		// if the new one cannot be read yet.
+		st.BootstrappedOn, st.ClusterUID = node, ""
 	}
 	// kubeadm has run to completion whatever the user pressed meanwhile;
 	// its result must reach the state too.
-	kc, err := c.Read(context.WithoutCancel(ctx), adminConf)
+	kc, err := where.Read(context.WithoutCancel(ctx), adminConf)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: reading %s: %w", node, adminConf, err)
+		return fmt.Errorf("%s: reading %s: %w", at, adminConf, err)
 	}
-	return string(kc), readClusterUID(context.WithoutCancel(ctx), c), nil
+	st.AdminKubeconfig, st.Initialized = string(kc), true
+	// Read through the node that serves the cluster: the bootstrap node,
+	// or the peer it was adopted from.
+	if uid := readClusterUID(context.WithoutCancel(ctx), where); uid != "" {
+		st.ClusterUID = uid
+	}
+	return nil
 }
 
-// rejoinFirst brings a first control-plane node whose machine was replaced
-// back into the cluster that runs on peer: the cluster outlived the
-// machine, so this node joins it like any other control-plane node.
-func rejoinFirst(ctx context.Context, c *ssh.Client, in KubeadmInitArgs, peer Connection) error {
-	node := in.Connection.Node
-	if in.JoinConfigPath == "" {
-		return fmt.Errorf("%s is blank (a replaced machine?) while the cluster runs on %s, and it is the cluster's only endpoint "+
-			"(single-ip layout), so it cannot re-join through itself: restore its disk, or rebuild the cluster (homelab destroy, then up); "+
-			"the vip and dns layouts re-join such a node by themselves", node, peer.Node)
-	}
-	p.GetLogger(ctx).Warningf("%s is blank while the cluster runs on %s: re-joining it as a control-plane member, not running kubeadm init", node, peer.Node)
-	peers := append([]Connection{peer}, in.Peers...)
-	if err := forgetOldMachine(ctx, node, in.Connection.Host, true, peer, peers); err != nil {
-		return err
-	}
-	if err := ensureToken(ctx, peer, in.BootstrapToken); err != nil {
-		return err
-	}
-	cmd := "kubeadm join --config " + quote(in.JoinConfigPath) + preflightFlag(in.IgnorePreflight) + " && touch " + initMarker
-	_, err := mustFinish(ctx, c, node, "kubeadm join (re-joining the replaced first control-plane node)", cmd)
+func uploadConfig(ctx context.Context, c *ssh.Client, node, configPath string) error {
+	_, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(configPath))
 	return err
 }
 
 func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitArgs, KubeadmInitState]) (infer.ReadResponse[KubeadmInitArgs, KubeadmInitState], error) {
 	ctx = reading(ctx)
 	st := req.State
-	c, err := dial(ctx, st.Connection)
-	if err != nil {
-		// Unknown means re-checked: the init looks before it acts.
-		if !unreachable(ctx, st.Connection.Node, err) {
-			st.Initialized = false
-		}
-		return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+	in := req.Inputs
+	if in.Connection.Host == "" {
+		in = st.KubeadmInitArgs
 	}
-	defer c.Close()
-	out, _, err := query(ctx, c, stateCheck(initComplete...))
-	if err != nil {
-		return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{}, err
+	live, known := clusterExists(ctx, in)
+	if known {
+		st.Initialized = live.adminKubeconfig != ""
 	}
-	st.Initialized = strings.TrimSpace(out) == "yes"
-	if st.Initialized {
-		if kc, err := c.Read(ctx, adminConf); err == nil {
-			st.AdminKubeconfig = string(kc)
-		}
-		if uid := readClusterUID(ctx, c); uid != "" {
-			st.ClusterUID = uid
-		}
+	if live.adminKubeconfig != "" {
+		st.AdminKubeconfig = live.adminKubeconfig
+	}
+	if live.clusterUID != "" {
+		st.ClusterUID = live.clusterUID
 	}
 	return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
+// liveCluster is what clusterExists read where the cluster runs.
+type liveCluster struct {
+	adminKubeconfig string
+	// clusterUID is "" when that node's API did not answer.
+	clusterUID string
+}
+
+// clusterExists looks for the cluster on the bootstrap node, then on its
+// peers, and returns admin.conf and the cluster's identity from where it
+// runs. known is false when nothing could be checked (every node
+// unreachable: keep the last state).
+func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, known bool) {
+	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
+		c, err := dial(ctx, conn)
+		if err != nil {
+			if !unreachable(ctx, conn.Node, err) {
+				known = true
+			}
+			continue
+		}
+		known = true
+		check := initState()
+		if i > 0 {
+			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo yes; else echo no; fi"
+		}
+		out, _, err := query(ctx, c, check)
+		if err == nil && strings.TrimSpace(out) == "yes" {
+			kc, rerr := c.Read(ctx, adminConf)
+			if rerr == nil {
+				live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
+				c.Close()
+				return live, true
+			}
+			c.Close()
+			continue
+		}
+		c.Close()
+	}
+	return liveCluster{}, known
+}
+
+// Diff: another bootstrap node (a reordered inventory) is no change; the
+// cluster's configuration and whether it exists are.
 func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitArgs, KubeadmInitState]) (infer.DiffResponse, error) {
 	d := map[string]p.PropertyDiff{}
 	in, st := req.Inputs, req.State
@@ -251,83 +319,72 @@ func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitAr
 	if !st.Initialized {
 		d["initialized"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Connection != st.Connection {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
-	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }
 
 func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmInitArgs, KubeadmInitState]) (infer.UpdateResponse[KubeadmInitState], error) {
 	in, old := req.Inputs, req.State
-	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig, ClusterUID: old.ClusterUID}
+	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig, BootstrappedOn: old.BootstrappedOn, ClusterUID: old.ClusterUID}
 	if req.DryRun {
 		if !old.Initialized {
-			// Perhaps a new cluster (a rebuilt first node), perhaps the
-			// same one re-joined: not known before it runs.
+			// Perhaps a new cluster (every machine rebuilt), perhaps the
+			// same one adopted from a peer: not known before it runs.
 			st.ClusterUID = ""
 		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 	}
 	if !old.Initialized {
-		kc, uid, err := runInit(ctx, in)
-		st.AdminKubeconfig = kc
-		if uid != "" {
-			st.ClusterUID = uid
-		}
+		err := bootstrap(ctx, in, &st)
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
 	}
 	if in.ConfigSha != old.ConfigSha {
-		c, err := dial(ctx, in.Connection)
-		if err != nil {
-			return infer.UpdateResponse[KubeadmInitState]{}, err
-		}
-		defer c.Close()
 		// The cluster keeps its ClusterConfiguration in kubeadm-config;
 		// later joins and upgrades read it from there.
-		if _, err := must(ctx, c, in.Connection.Node, "uploading the new kubeadm config",
-			"kubeadm init phase upload-config kubeadm --config "+quote(in.ConfigPath)); err != nil {
-			return infer.UpdateResponse[KubeadmInitState]{}, err
+		for _, conn := range append([]Connection{in.Connection}, in.Peers...) {
+			c, err := dial(ctx, conn)
+			if err != nil {
+				continue
+			}
+			err = uploadConfig(ctx, c, conn.Node, in.ConfigPath)
+			c.Close()
+			return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
 		}
+		return infer.UpdateResponse[KubeadmInitState]{}, fmt.Errorf("no control-plane node answers to take the new kubeadm config")
 	}
 	return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 }
 
+// Delete changes no node: each node's KubeadmJoin resets it.
 func (KubeadmInit) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmInitState]) (infer.DeleteResponse, error) {
-	return infer.DeleteResponse{}, reset(ctx, req.State.Connection)
+	return infer.DeleteResponse{}, nil
 }
 
-// reset undoes kubeadm on a node so a later up starts clean.
-func reset(ctx context.Context, conn Connection) error {
-	c, err := dial(ctx, conn)
-	if err != nil {
-		unreachable(ctx, conn.Node, err)
-		return nil
-	}
-	defer c.Close()
-	_, err = mustFinish(ctx, c, conn.Node, "kubeadm reset",
-		"kubeadm reset -f >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf /etc/kubernetes/manifests/* /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete /var/lib/etcd /var/lib/kubelet/pki; true")
-	return err
-}
-
-// KubeadmJoin is `kubeadm join` of one node, as a control-plane member or
-// a worker. Its live state is whether the node's kubelet (and, for
-// control-plane nodes, its etcd member and static pods) were set up.
+// KubeadmJoin is one node's membership of the cluster: `kubeadm join`, as a
+// control-plane member or a worker (or, on the node that bootstrapped the
+// cluster, the init that already made it a member). Its live state is
+// whether the node's kubelet (and, for control-plane nodes, its etcd member
+// and static pods) were set up.
 type KubeadmJoin struct{}
 
 type KubeadmJoinArgs struct {
-	Connection      Connection `pulumi:"connection"`
-	ConfigPath      string     `pulumi:"configPath"`
-	ConfigSha       string     `pulumi:"configSha"`
-	ControlPlane    bool       `pulumi:"controlPlane"`
-	IgnorePreflight []string   `pulumi:"ignorePreflight,optional"`
-	// Via is a control-plane node with admin.conf: tokens are refreshed
-	// and removed Nodes deleted there.
+	Connection Connection `pulumi:"connection"`
+	// ConfigPath is where Config is written for the join's run, and
+	// removed after it: it holds the node's token.
+	ConfigPath string `pulumi:"configPath"`
+	// Config is the node's join configuration; none for the single-ip
+	// layout's endpoint node, which cannot join through itself.
+	Config          string   `pulumi:"config,optional" provider:"secret"`
+	ConfigSha       string   `pulumi:"configSha"`
+	ControlPlane    bool     `pulumi:"controlPlane"`
+	IgnorePreflight []string `pulumi:"ignorePreflight,optional"`
+	// Via is a control-plane node with admin.conf: the node's token is
+	// made and removed, and a replaced machine's Node deleted, there.
 	Via Connection `pulumi:"via"`
-	// BootstrapToken is re-created on Via when it expired (joins long after
-	// init must not depend on kubeadm's 24 h token).
+	// BootstrapToken is the node's own join token, created just before its
+	// join and deleted right after.
 	BootstrapToken string `pulumi:"bootstrapToken" provider:"secret"`
-	// Peers are the control-plane nodes etcd is reached through, to remove
-	// the stale member of a replaced control-plane node before it joins.
+	// Peers are the control-plane nodes: etcd is reached through them,
+	// and the API when Via does not answer.
 	Peers []Connection `pulumi:"peers,optional"`
 }
 
@@ -337,8 +394,14 @@ type KubeadmJoinState struct {
 }
 
 func (k *KubeadmJoin) Annotate(a infer.Annotator) {
-	a.Describe(&k, "kubeadm join of a node; reads back whether the node is joined.")
+	a.Describe(&k, "A node's membership of the cluster (kubeadm join, or the init that made it a member); reads back whether the node is joined.")
 	a.SetToken("index", "KubeadmJoin")
+}
+
+// memberCheck is stateCheck for a member: either marker, then the files
+// every member of its kind has.
+func (j KubeadmJoinArgs) memberCheck() string {
+	return stateCheck([]string{joinMarker, initMarker}, j.complete()[1:]...)
 }
 
 func (j KubeadmJoinArgs) complete() []string {
@@ -357,6 +420,12 @@ func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJo
 	return infer.CreateResponse[KubeadmJoinState]{ID: in.Connection.Node, Output: st}, runJoin(ctx, in)
 }
 
+// The detached runs' names on the node (runDetached).
+const (
+	initRun = "kubeadm-init"
+	joinRun = "kubeadm-join"
+)
+
 func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
@@ -364,66 +433,155 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	}
 	defer c.Close()
 	node := in.Connection.Node
-	state, _, err := query(ctx, c, stateCheck(in.complete()...))
+	// A join an earlier up started and did not see end runs on: its
+	// outcome decides, never a reset under it.
+	if err := settleDetached(ctx, c, node, joinRun, "kubeadm join"); err != nil {
+		p.GetLogger(ctx).Warningf("%v", err)
+	}
+	state, _, err := query(ctx, c, in.memberCheck())
 	if err != nil {
 		return err
 	}
 	switch strings.TrimSpace(state) {
 	case "yes":
-		p.GetLogger(ctx).Infof("%s: already joined; adopting it", node)
+		p.GetLogger(ctx).Infof("%s: already a member; adopting it", node)
 		return nil
 	case "partial":
-		p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before join", node)
-		if _, err := mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs); err != nil {
+		if err := resetPartial(ctx, c, in); err != nil {
 			return err
 		}
 	}
-	if err := forgetOldMachine(ctx, node, in.Connection.Host, in.ControlPlane, in.Via, in.Peers); err != nil {
+	if in.Config == "" {
+		return fmt.Errorf("%s is blank (a replaced machine?) and it is the cluster's only endpoint "+
+			"(single-ip layout), so it cannot re-join through itself: restore its disk, or rebuild the cluster (homelab destroy, then up); "+
+			"the vip and dns layouts re-join such a node by themselves", node)
+	}
+	cl, clNode, err := clusterClient(ctx, in.Via, in.Peers)
+	if err != nil {
+		return fmt.Errorf("%s cannot join: %w", node, err)
+	}
+	defer cl.Close()
+	if err := forgetOldMachine(ctx, cl, clNode, in); err != nil {
 		return err
 	}
-	if err := ensureToken(ctx, in.Via, in.BootstrapToken); err != nil {
+	if err := createToken(ctx, cl, clNode, node, in.BootstrapToken); err != nil {
 		return err
 	}
-	cmd := "kubeadm join --config " + quote(in.ConfigPath) + preflightFlag(in.IgnorePreflight) + " && touch " + joinMarker
-	_, err = mustFinish(ctx, c, node, "kubeadm join", cmd)
+	// The token goes once the join is over, whatever happened to it.
+	defer func() {
+		if err := deleteToken(context.WithoutCancel(ctx), cl, clNode, in.BootstrapToken); err != nil {
+			p.GetLogger(ctx).Warningf("%v (it expires within %s anyway)", err, joinTokenTTL)
+		}
+	}()
+	if err := c.Upload(ctx, in.ConfigPath, []byte(in.Config), 0o600); err != nil {
+		return fmt.Errorf("%s: writing the join config: %w", node, err)
+	}
+	cfg := quote(in.ConfigPath)
+	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
+		"; [ $rc -eq 0 ] && touch " + joinMarker + "; exit $rc"
+	_, err = runDetached(ctx, c, node, joinRun, "kubeadm join", cmd)
 	return err
 }
 
-// ensureToken re-creates the bootstrap token when it has expired. The
-// token goes over stdin, never on a command line or into a log.
-func ensureToken(ctx context.Context, via Connection, token string) error {
-	c, err := dial(ctx, via)
-	if err != nil {
+// settleDetached waits for (or collects) a detached run of name left by an
+// earlier up; nothing when there is none.
+func settleDetached(ctx context.Context, c *ssh.Client, node, name, what string) error {
+	d := runsDir + "/" + name
+	out, _, err := query(ctx, c, "test -d "+quote(d)+" && echo pending")
+	if err != nil || strings.TrimSpace(out) != "pending" {
 		return err
 	}
-	defer c.Close()
-	id, _, _ := strings.Cut(token, ".")
-	r, err := c.RunInput(ctx, `read -r t; kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null | grep -q "^`+id+`\." || kubeadm token create "$t" --ttl 2h >/dev/null`, []byte(token+"\n"))
-	if err != nil {
-		return fmt.Errorf("%s: refreshing the bootstrap token: %w", via.Node, err)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
+	defer cancel()
+	p.GetLogger(ctx).Warningf("%s: %s from an earlier up is still there; waiting for its outcome", node, what)
+	_, err = awaitDetached(ctx, c, node, what, d)
+	return err
+}
+
+// resetPartial undoes what an interrupted kubeadm run left, unless that
+// would destroy something live: a healthy etcd member (its removal is
+// checked against quorum and needs consent) or a Ready Node's kubelet.
+func resetPartial(ctx context.Context, c *ssh.Client, in KubeadmJoinArgs) error {
+	node := in.Connection.Node
+	cl, clNode, err := clusterClient(ctx, in.Via, in.Peers)
+	if err == nil {
+		defer cl.Close()
+		ready, err := nodeReady(ctx, cl, node)
+		if err != nil {
+			return fmt.Errorf("%s: %w", clNode, err)
+		}
+		if ready && !consented(node) {
+			return refused(node, "resetting the node", "reset a node whose Node is Ready though its kubeadm run never finished "+
+				"(its completion marker is missing): its pods are evicted and its state deleted. If it is fully set up, `homelab adopt` marks it instead")
+		}
 	}
-	if r.ExitCode != 0 {
-		return fmt.Errorf("%s: refreshing the bootstrap token failed: %s", via.Node, redact(string(r.Stderr)))
+	if in.ControlPlane {
+		if err := removeOwnMember(ctx, in); err != nil {
+			return fmt.Errorf("%s: not resetting it: %w", node, err)
+		}
 	}
-	// kubeadm's discovery retries every 5 s until cluster-info is signed
-	// for the token (the bootstrap signer does so seconds after init);
-	// waiting here at a finer grain takes those seconds off every first join.
-	sig := kubectl + " -n kube-public get configmap cluster-info -o jsonpath='{.data.jws-kubeconfig-" + id + "}'"
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		out, _, err := query(ctx, c, sig)
+	p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before the join (CAs kept)", node)
+	_, err = mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs)
+	return err
+}
+
+// removeOwnMember removes the node's etcd member (by name or peer URL)
+// before its etcd data goes, with removeMember's guards: a node whose
+// member cannot be removed safely keeps its data. A cluster whose only
+// member it is keeps none: there is nothing to remove it from.
+func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
+	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
+	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client) error {
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}
-		if strings.TrimSpace(out) != "" {
-			return nil
+		for _, m := range ms {
+			if m.Name != in.Connection.Node && m.PeerURL != peerURL {
+				continue
+			}
+			if len(ms) == 1 {
+				return nil
+			}
+			return removeMember(ctx, cli, m, false)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		return nil
+	})
+}
+
+// clusterClient connects to a control-plane node whose admin.conf the API
+// answers to: via, else the first peer that does.
+func clusterClient(ctx context.Context, via Connection, peers []Connection) (*ssh.Client, string, error) {
+	var problems []string
+	for _, conn := range append([]Connection{via}, peers...) {
+		if conn.Host == "" {
+			continue
 		}
+		c, err := dial(ctx, conn)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if _, code, err := query(ctx, c, kubectl+" get --raw=/readyz >/dev/null 2>&1"); err == nil && code == 0 {
+			return c, conn.Node, nil
+		}
+		c.Close()
+		problems = append(problems, conn.Node+": the API does not answer there")
 	}
-	return nil // kubeadm's own discovery will wait and report
+	return nil, "", fmt.Errorf("no control-plane node's API answers: %s", strings.Join(problems, "; "))
+}
+
+// nodeReady reports whether the cluster has a Node of that name reporting
+// Ready.
+func nodeReady(ctx context.Context, c *ssh.Client, node string) (bool, error) {
+	out, code, err := query(ctx, c, kubectl+" get node "+quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`)
+	if err != nil {
+		return false, err
+	}
+	if code != 0 {
+		return false, fmt.Errorf("reading Node %s through the API failed (exit %d)", node, code)
+	}
+	return strings.TrimSpace(out) == "True", nil
 }
 
 func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState], error) {
@@ -438,7 +596,7 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, stateCheck(st.complete()...))
+	out, _, err := query(ctx, c, st.memberCheck())
 	if err != nil {
 		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{}, err
 	}
@@ -446,6 +604,8 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
+// Diff: through which node the cluster is reached (via, peers) is a means,
+// not the node's membership, and never a change.
 func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.DiffResponse, error) {
 	d := map[string]p.PropertyDiff{}
 	in, st := req.Inputs, req.State
@@ -460,7 +620,7 @@ func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinAr
 	if in.ConfigSha != st.ConfigSha {
 		d["configSha"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Connection != st.Connection || in.Via.Node != st.Via.Node {
+	if in.Connection != st.Connection {
 		d["connection"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
@@ -474,19 +634,67 @@ func (KubeadmJoin) Update(ctx context.Context, req infer.UpdateRequest[KubeadmJo
 	return infer.UpdateResponse[KubeadmJoinState]{Output: st}, runJoin(ctx, req.Inputs)
 }
 
-// Delete drains and removes the node from the cluster, then resets it.
-// On a control-plane node kubeadm reset also removes its etcd member.
+// leftovers is what a node keeps of the cluster until it is reset.
+func leftovers(controlPlane bool) string {
+	if controlPlane {
+		return "the cluster's CA keys (ca.key, etcd/ca.key, front-proxy-ca.key), sa.key, the secrets encryption key, etcd's data and its kubelet credentials"
+	}
+	return "its kubelet credentials"
+}
+
+// Delete takes the node out of the cluster: drained (workers), its Node
+// deleted, its etcd member removed (control-plane nodes; checked against
+// quorum first, and a failure stops here, before the reset), then reset.
+// A node that runs kubeadm's state is reset only with the user's consent
+// for it, and an unreachable one is forgotten only with it.
 func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJoinState]) (infer.DeleteResponse, error) {
 	st := req.State
-	if via, err := dial(ctx, st.Via); err == nil {
-		name := quote(st.Connection.Node)
-		_, _ = via.Run(ctx, kubectl+" drain "+name+" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s")
-		defer via.Close()
-		defer func() {
-			if _, err := must(ctx, via, st.Via.Node, "deleting Node "+st.Connection.Node, kubectl+" delete node "+name+" --ignore-not-found"); err != nil {
-				p.GetLogger(ctx).Warning(err.Error())
-			}
-		}()
+	node := st.Connection.Node
+	c, err := dial(ctx, st.Connection)
+	if err != nil {
+		if !consented(node) {
+			return infer.DeleteResponse{}, refused(node, "removing the node", fmt.Sprintf(
+				"forget a node it cannot reach (%v): its disk would keep %s, and the cluster no longer tracks it. Power it on so it can be reset, or wipe its disk",
+				err, leftovers(st.ControlPlane)))
+		}
+		return infer.DeleteResponse{}, forgetNode(ctx, st)
 	}
-	return infer.DeleteResponse{}, reset(ctx, st.Connection)
+	defer c.Close()
+	out, _, err := query(ctx, c, st.memberCheck())
+	if err != nil {
+		return infer.DeleteResponse{}, err
+	}
+	if strings.TrimSpace(out) != "no" && !consented(node) {
+		what := "kubelet and pods"
+		if st.ControlPlane {
+			what = "control plane and etcd member"
+		}
+		return infer.DeleteResponse{}, refused(node, "resetting the node", "reset a node that runs kubeadm's "+what+": its pods are evicted and "+leftovers(st.ControlPlane)+" are deleted")
+	}
+	if err := forgetNode(ctx, st); err != nil {
+		return infer.DeleteResponse{}, err
+	}
+	_, err = mustFinish(ctx, c, node, "kubeadm reset",
+		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf /etc/kubernetes/manifests/* /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete "+runsDir+" /var/lib/etcd /var/lib/kubelet/pki; true")
+	return infer.DeleteResponse{}, err
+}
+
+// forgetNode removes the node from the cluster's records: drained and its
+// Node deleted where the API answers, and its etcd member removed.
+func forgetNode(ctx context.Context, st KubeadmJoinState) error {
+	node := st.Connection.Node
+	if cl, clNode, err := clusterClient(ctx, st.Via, st.Peers); err == nil {
+		name := quote(node)
+		if !st.ControlPlane {
+			_, _ = cl.Run(ctx, kubectl+" drain "+name+" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s")
+		}
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
+			p.GetLogger(ctx).Warning(err.Error())
+		}
+		cl.Close()
+	}
+	if !st.ControlPlane {
+		return nil
+	}
+	return removeOwnMember(ctx, st.KubeadmJoinArgs)
 }

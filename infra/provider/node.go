@@ -202,9 +202,6 @@ func (NodeMeta) Diff(ctx context.Context, req infer.DiffRequest[NodeMetaArgs, No
 	if !slices.Equal(taintKeys(in.Taints), taintKeys(st.LiveTaints)) || !slices.Equal(taintKeys(in.Taints), taintKeys(st.Taints)) {
 		d["taints"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.Via.Node != st.Via.Node {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
-	}
 	if in.Machine != st.Machine {
 		d["machine"] = p.PropertyDiff{Kind: p.Update}
 	}
@@ -317,9 +314,6 @@ func (Manifest) Diff(ctx context.Context, req infer.DiffRequest[ManifestArgs, Ma
 	}
 	if in.Content != st.Content || !st.Exists {
 		d["content"] = p.PropertyDiff{Kind: p.Update}
-	}
-	if in.Via.Node != st.Via.Node {
-		d["via"] = p.PropertyDiff{Kind: p.Update}
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
 }

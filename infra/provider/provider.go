@@ -6,6 +6,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -45,5 +48,20 @@ func Serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	go exitWithParent(os.Getppid(), time.Second)
 	return p.RunProvider(ctx, Name, Version, prov)
+}
+
+// exitWithParent ends the plugin once the process that started it (the
+// engine, or the language host running it) is gone, as when an up is
+// killed outright: nothing could record what it would still do, and a
+// provider living on would overlap the next up. What runs on nodes in its
+// own session (kubeadm) goes on there; the next up reads the outcome.
+func exitWithParent(parent int, every time.Duration) {
+	for range time.Tick(every) {
+		if os.Getppid() != parent {
+			fmt.Fprintf(os.Stderr, "the engine that started this provider (PID %d) is gone: exiting; node steps in their own session go on\n", parent)
+			os.Exit(2)
+		}
+	}
 }

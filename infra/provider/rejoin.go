@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,34 +17,35 @@ import (
 // Node object (kubeadm refuses to join over a Ready Node of that name) and,
 // for a control-plane node, its etcd member (kubeadm #2095: a member whose
 // data is gone cannot come back, and the new one cannot be added while the
-// stale one holds the peer URL). Only a node found without a completed
-// kubeadm run gets here, so the member removed is never a live one.
-func forgetOldMachine(ctx context.Context, node, address string, controlPlane bool, via Connection, peers []Connection) error {
-	c, err := dial(ctx, via)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+// stale one holds the peer URL). Only a node found without kubeadm's state
+// gets here, so its old member's data is gone with its old disk; a Ready
+// Node or a healthy member under its name means another machine runs as
+// this node, and nothing is removed without consent.
+func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in KubeadmJoinArgs) error {
+	node := in.Connection.Node
 	name := quote(node)
-	out, code, err := query(ctx, c, kubectl+" get node "+name+" -o name --ignore-not-found")
+	out, code, err := query(ctx, cl, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
 	if err != nil {
 		return err
 	}
 	if code != 0 {
-		return fmt.Errorf("%s: reading Node %s through the API failed (exit %d)", via.Node, node, code)
+		return fmt.Errorf("%s: reading Node %s through the API failed (exit %d)", clNode, node, code)
 	}
-	if strings.TrimSpace(out) != "" {
+	if found, ready, _ := strings.Cut(strings.TrimSpace(out), " "); found != "" {
+		if ready == "True" && !consented(node) {
+			return refused(node, "deleting Node "+node, "delete a Ready Node while this machine is blank: another machine runs as "+node+"? Its pods would lose their node")
+		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
-		if _, err := must(ctx, c, via.Node, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
 			return err
 		}
 	}
-	if !controlPlane || len(peers) == 0 {
+	if !in.ControlPlane || len(in.Peers) == 0 {
 		return nil
 	}
-	peerURL := "https://" + net.JoinHostPort(address, "2380")
-	return withEtcd(ctx, peers, func(cli *clientv3.Client) error {
-		ms, err := listMembers(ctx, cli)
+	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
+	return withEtcd(ctx, in.Peers, func(cli *clientv3.Client) error {
+		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}
@@ -50,10 +53,8 @@ func forgetOldMachine(ctx context.Context, node, address string, controlPlane bo
 			if m.Name != node && m.PeerURL != peerURL {
 				continue
 			}
-			p.GetLogger(ctx).Warningf("%s: removing its stale etcd member %x (%s %s) before it re-joins", node, m.id, m.Name, m.PeerURL)
-			if _, err := cli.MemberRemove(ctx, m.id); err != nil {
-				return fmt.Errorf("removing %s's stale etcd member: %w", node, err)
-			}
+			p.GetLogger(ctx).Warningf("%s: removing its stale etcd member %x (%s %s) before it re-joins", node, m.ID, m.Name, m.PeerURL)
+			return removeMember(ctx, cli, m, true)
 		}
 		return nil
 	})

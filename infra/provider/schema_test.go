@@ -1,9 +1,14 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/util/mapper"
 )
 
 // The engine deletes an input named "version" (and "__"-prefixed ones)
@@ -25,6 +30,69 @@ func checkNames(t *testing.T, ty reflect.Type) {
 		}
 		if f.Type.Kind() == reflect.Struct {
 			checkNames(t, f.Type)
+		}
+	}
+}
+
+// Every resource, input and output, and object type in the schema says
+// what it is: `pulumi package get-schema` and `pulumi preview --diff` are
+// how users read the provider.
+func TestSchemaDocumentsEverything(t *testing.T) {
+	prov, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := p.GetSchema(context.Background(), Name, Version, prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Resources) != 11 {
+		t.Errorf("%d resources in the schema, want 11", len(spec.Resources))
+	}
+	check := func(kind, token string, o schema.ObjectTypeSpec, inputs map[string]schema.PropertySpec) {
+		if o.Description == "" {
+			t.Errorf("%s %s has no description", kind, token)
+		}
+		for _, props := range []map[string]schema.PropertySpec{o.Properties, inputs} {
+			for name, pr := range props {
+				if pr.Description == "" {
+					t.Errorf("%s %s: property %s has no description", kind, token, name)
+				}
+			}
+		}
+	}
+	for token, r := range spec.Resources {
+		if len(r.InputProperties) == 0 {
+			t.Errorf("resource %s has no inputs in the schema", token)
+		}
+		check("resource", token, r.ObjectTypeSpec, r.InputProperties)
+	}
+	for token, ty := range spec.Types {
+		check("type", token, ty.ObjectTypeSpec, nil)
+	}
+}
+
+// State written by the previous release must still decode into today's
+// types (infer refuses unknown and missing keys): an upgraded homelab
+// reads its users' stacks as they are. These are the shapes it wrote.
+func TestEarlierStateDecodes(t *testing.T) {
+	conn := map[string]any{"node": "cp-1", "host": "10.0.0.120", "port": 22.0, "user": "root", "privateKey": "k", "knownHosts": "/k"}
+	for _, c := range []struct {
+		into  any
+		state map[string]any
+	}{
+		{&KubeadmInitState{}, map[string]any{"connection": conn, "configPath": "/etc/kubernetes/kubeadm/init.yaml", "configSha": "x",
+			"ignorePreflight": []any{}, "peers": []any{conn}, "joinConfigPath": "/etc/kubernetes/kubeadm/join.yaml", "bootstrapToken": "abcdef.0123456789abcdef",
+			"initialized": true, "adminKubeconfig": "apiVersion: v1"}},
+		{&KubeadmJoinState{}, map[string]any{"connection": conn, "configPath": "/etc/kubernetes/kubeadm/join.yaml", "configSha": "x", "controlPlane": true,
+			"ignorePreflight": []any{}, "via": conn, "bootstrapToken": "abcdef.0123456789abcdef", "peers": []any{conn}, "joined": true}},
+		{&ControlPlaneAddressState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "apiServerSANs": []any{"a"}, "etcdSANs": []any{"b"},
+			"config": "kind: InitConfiguration", "port": 6443.0, "componentArgs": map[string]any{}, "liveAdvertise": "10.0.0.120", "liveEtcdPeer": "10.0.0.120", "liveNodeIP": "10.0.0.120"}},
+		{&HostState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "mac": "", "requires": []any{"kubeadm"}, "hostname": "cp-1", "os": "Debian", "kernel": "6",
+			"hostKey": "SHA256:x", "convergedHostKey": "SHA256:x"}},
+	} {
+		if err := mapper.New(&mapper.Opts{}).Decode(c.state, c.into); err != nil {
+			t.Errorf("%T: state from the previous release does not decode: %v", c.into, err)
 		}
 	}
 }

@@ -115,12 +115,12 @@ func (Service) Update(ctx context.Context, req infer.UpdateRequest[ServiceArgs, 
 }
 
 func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]) (infer.DeleteResponse, error) {
+	node := req.State.Connection.Node
 	c, err := dial(ctx, req.State.Connection)
 	if err != nil {
-		unreachable(ctx, req.State.Connection.Node, err)
-		return infer.DeleteResponse{}, nil
+		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "stopping "+req.State.Name, req.State.Name+" enabled and running", err)
 	}
 	defer c.Close()
-	_, err = must(ctx, c, req.State.Connection.Node, "stopping "+req.State.Name, "systemctl disable --now "+quote(req.State.Name))
+	_, err = must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+quote(req.State.Name))
 	return infer.DeleteResponse{}, err
 }

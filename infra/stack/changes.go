@@ -17,6 +17,9 @@ type Change struct {
 	Op   string // create, update, delete, replace, ...
 	// Keys are the properties whose change causes the step.
 	Keys []string
+	// Destroys says what the step destroys ("" when nothing): it needs
+	// the user's consent for Node (up --allow-destroy Node).
+	Destroys, Node string
 }
 
 func (c Change) String() string {
@@ -24,7 +27,60 @@ func (c Change) String() string {
 	if len(c.Keys) > 0 {
 		s += " (" + strings.Join(c.Keys, ", ") + ")"
 	}
+	if c.Destroys != "" {
+		s += ": DESTRUCTIVE, " + c.Destroys + "; refused unless up --allow-destroy " + c.Node
+	}
 	return s
+}
+
+// classify says what a planned step destroys, from the step alone: a
+// node leaving the cluster (reset: pods evicted; for a control-plane node
+// its etcd member, CA keys and etcd data), an etcd member removed, key
+// material deleted. The provider refuses each of them without consent
+// whatever this says; this is what preview shows ahead.
+func classify(c Change, oldState, newInputs map[string]any) Change {
+	switch {
+	case c.Type == "homelab:index:KubeadmJoin" && (c.Op == string(apitype.OpDelete) || strings.Contains(c.Op, "replace")):
+		c.Node = c.Name
+		c.Destroys = "resets " + c.Name + " (its pods are evicted and its kubeadm state deleted)"
+		if cp, _ := oldState["controlPlane"].(bool); cp {
+			c.Destroys = "resets control-plane node " + c.Name + ": its etcd member is removed, its CA keys, encryption key and etcd data deleted"
+		}
+	case c.Type == "homelab:index:EtcdMembers" && c.Op == string(apitype.OpUpdate):
+		want := map[string]bool{}
+		for _, m := range asList(newInputs["members"]) {
+			if name, _ := m["name"].(string); name != "" {
+				want[name] = true
+			}
+		}
+		var gone []string
+		for _, m := range asList(oldState["live"]) {
+			if name, _ := m["name"].(string); name != "" && !want[name] {
+				gone = append(gone, name)
+			}
+		}
+		if len(gone) > 0 {
+			c.Node = strings.Join(gone, ",")
+			c.Destroys = "removes etcd member " + strings.Join(gone, ", ")
+		}
+	case c.Type == "homelab:index:File" && c.Op == string(apitype.OpDelete):
+		node, path, _ := strings.Cut(c.Name, ":")
+		if strings.HasPrefix(path, "/etc/kubernetes/pki/") && strings.HasSuffix(path, ".key") || strings.HasPrefix(path, "/etc/kubernetes/encryption/") {
+			c.Node, c.Destroys = node, "deletes "+path+" from "+node
+		}
+	}
+	return c
+}
+
+func asList(v any) []map[string]any {
+	items, _ := v.([]any)
+	var out []map[string]any
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // PreviewChanges previews and returns every step other than "same", sorted.
@@ -42,7 +98,14 @@ func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, err
 				continue
 			}
 			m := pre.Metadata
-			out = append(out, Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs})
+			var old, inputs map[string]any
+			if m.Old != nil {
+				old = m.Old.Outputs
+			}
+			if m.New != nil {
+				inputs = m.New.Inputs
+			}
+			out = append(out, classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs}, old, inputs))
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 		done <- out

@@ -398,7 +398,8 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	want := []string{
 		"update homelab:index:Dataplane dataplane",
 		"update homelab:index:File cp-1:/etc/kubernetes/kubeadm/init.yaml",
-		"update homelab:index:KubeadmInit cp-1",
+		"update homelab:index:File cp-2:/etc/kubernetes/kubeadm/init.yaml",
+		"update homelab:index:File cp-3:/etc/kubernetes/kubeadm/init.yaml",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("swap preview lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))

@@ -69,10 +69,10 @@ func (e *e2e) open(ctx context.Context, inv string) *Stack {
 	return s
 }
 
-func (e *e2e) up(ctx context.Context, s *Stack) map[string]int {
+func (e *e2e) up(ctx context.Context, s *Stack, allowDestroy ...string) map[string]int {
 	e.t.Helper()
 	start := time.Now()
-	res, err := s.Up(ctx, true)
+	res, err := s.Up(ctx, true, allowDestroy...)
 	if err != nil {
 		e.t.Fatalf("up: %v", err)
 	}
@@ -99,6 +99,11 @@ func (e *e2e) verify(ctx context.Context, s *Stack) *verify.Report {
 	if err != nil {
 		e.t.Fatalf("verify: %v", err)
 	}
+	var out strings.Builder
+	for _, c := range rep.Checks {
+		fmt.Fprintf(&out, "  ok %s: %s\n", c.Name, c.Detail)
+	}
+	e.t.Logf("verify:\n%s", out.String())
 	return rep
 }
 
@@ -114,9 +119,11 @@ func (e *e2e) node(ctx context.Context, name, cmd string) string {
 }
 
 // TestUpInTheLab is issue 4's end-to-end run: the vip layout built with an
-// interruption after init, verified, a no-op second up, previews of
-// inventory changes, no secret in state or logs, destroy; then the
-// single-ip layout over a half-done kubeadm init left on cp-1.
+// interruption after init, verified (with the seed's lab, then each of its
+// checks made to fail, and doctor naming a selector typo: issue 21), a
+// no-op second up, previews of inventory changes, no secret in state or
+// logs, destroy; then the single-ip layout over a half-done kubeadm init
+// left on cp-1.
 func TestUpInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2E(t)
@@ -132,6 +139,7 @@ func TestUpInTheLab(t *testing.T) {
 	if !slices.Equal(rep.EtcdMembers, []string{"cp-1", "cp-2", "cp-3"}) {
 		t.Errorf("etcd members %v after an interrupted up", rep.EtcdMembers)
 	}
+	e.checkSeedLab(ctx, s)
 	e.mutating()
 
 	// Nothing changed: nothing to do, and nothing done on any node.
@@ -188,7 +196,7 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	go func() {
 		for ctx.Err() == nil {
 			if out, err := e.lab.Run(ctx, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
-				killChildren("pulumi")
+				SignalCLI(syscall.SIGKILL)
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -196,33 +204,6 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	}()
 	_, err := s.Up(ctx, true)
 	return err
-}
-
-// killChildren SIGKILLs this process's children named comm (the pulumi CLI
-// the Automation API runs), and nothing else on the machine.
-func killChildren(comm string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		s := string(data)
-		open, close := strings.Index(s, "("), strings.LastIndex(s, ")")
-		if open < 0 || close < open {
-			continue
-		}
-		fields := strings.Fields(s[close+1:])
-		var pid, ppid int
-		fmt.Sscan(s[:open], &pid)
-		if len(fields) > 1 {
-			fmt.Sscan(fields[1], &ppid)
-		}
-		if s[open+1:close] == comm && ppid == os.Getpid() {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // halfInit leaves cp-1 as a killed kubeadm init would: static pod
@@ -236,7 +217,8 @@ func (e *e2e) destroy(ctx context.Context, s *Stack) {
 	if _, err := s.Destroy(ctx); err != nil {
 		e.t.Fatalf("destroy: %v", err)
 	}
-	for _, n := range []string{"cp-1", "cp-2", "gpu-1"} {
+	for _, node := range s.Inv.Nodes {
+		n := node.Name
 		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; ls /etc/cni/net.d 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
 		if strings.TrimSpace(out) != "" {
 			e.t.Errorf("%s not clean after destroy:\n%s", n, out)
@@ -290,7 +272,11 @@ func (e *e2e) checkDrift(ctx context.Context, s *Stack) {
 func (e *e2e) checkNoSecretsLeaked(s *Stack) {
 	e.t.Helper()
 	key, _ := os.ReadFile(e.lab.KeyPath())
-	secrets := append(s.Bundle.SecretStrings(), keyBody(string(key))...)
+	var names []string
+	for _, n := range s.Inv.Nodes {
+		names = append(names, n.Name)
+	}
+	secrets := append(s.Bundle.SecretStrings(names...), keyBody(string(key))...)
 	outs, _ := s.Outputs(context.Background())
 	if kc, _ := outs["kubeconfig"].Value.(string); kc != "" {
 		for _, l := range strings.Split(kc, "\n") {
@@ -343,7 +329,6 @@ func (e *e2e) checkPreviews(ctx context.Context) {
 		{"a label on gpu-1", func(s string) string {
 			return strings.Replace(s, "  - name: gpu-1\n", "  - name: gpu-1\n    labels: {tier: fast}\n", 1)
 		}, []string{
-			"update homelab:index:File gpu-1:/etc/kubernetes/kubeadm/join.yaml",
 			"update homelab:index:KubeadmJoin gpu-1",
 			"update homelab:index:NodeMeta gpu-1",
 		}},
@@ -354,7 +339,8 @@ func (e *e2e) checkPreviews(ctx context.Context) {
 			return strings.Replace(s, "mode: iptables", "mode: ipvs", 1)
 		}, []string{
 			"update homelab:index:File cp-1:/etc/kubernetes/kubeadm/init.yaml",
-			"update homelab:index:KubeadmInit cp-1",
+			"update homelab:index:File cp-2:/etc/kubernetes/kubeadm/init.yaml",
+			"update homelab:index:File cp-3:/etc/kubernetes/kubeadm/init.yaml",
 		}},
 	}
 	for _, tc := range cases {

@@ -80,7 +80,15 @@ func TestReplaceInTheLab(t *testing.T) {
 		}
 	}
 
-	e.up(ctx, s2)
+	// Removing gpu-3 resets a working node: refused until allowed, while
+	// the rest of the plan goes ahead.
+	if _, err := s2.Up(ctx, true); err == nil || len(Refusals(err)) == 0 || !strings.Contains(strings.Join(Refusals(err), "\n"), "gpu-3") {
+		t.Fatalf("removing gpu-3 without consent: %v (refusals %q)", err, Refusals(err))
+	}
+	if out := e.node(ctx, "gpu-3", "ls /etc/kubernetes/kubelet.conf 2>/dev/null || true"); strings.TrimSpace(out) == "" {
+		t.Error("gpu-3 was reset without consent")
+	}
+	e.up(ctx, s2, "gpu-3")
 	rep := e.verify(ctx, s2)
 	if slices.Contains(rep.Nodes, "gpu-3") {
 		t.Errorf("gpu-3 is still a Node after its removal: %v", rep.Nodes)
@@ -149,7 +157,7 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 	e.acceptReplaced(ctx, s, "cp-1")
 
 	listed := e.previewWithKeys(ctx, s)
-	for _, want := range [][]string{{"update homelab:index:Host cp-1", "hostKey", "mac"}, {"update homelab:index:KubeadmInit cp-1", "initialized"}, {"update homelab:index:NodeMeta cp-1", "machine"}} {
+	for _, want := range [][]string{{"update homelab:index:Host cp-1", "hostKey", "mac"}, {"update homelab:index:KubeadmJoin cp-1", "joined"}, {"update homelab:index:NodeMeta cp-1", "machine"}} {
 		if !hasChange(listed, want[0], want[1:]...) {
 			t.Errorf("preview lacks %v", want)
 		}
@@ -234,7 +242,7 @@ func (e *e2e) acceptReplaced(ctx context.Context, s *Stack, node string) {
 // type, name) and names every key among its changed properties.
 func hasChange(listed []string, prefix string, keys ...string) bool {
 	for _, l := range listed {
-		if l != prefix && !strings.HasPrefix(l, prefix+" (") {
+		if l != prefix && !strings.HasPrefix(l, prefix+" (") && !strings.HasPrefix(l, prefix+": ") {
 			continue
 		}
 		ok := true

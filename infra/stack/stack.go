@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
@@ -91,6 +93,12 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	// Consent is given per command (--allow-destroy), never inherited
+	// from a shell that exported it once.
+	if v, ok := os.LookupEnv(provider.EnvAllowDestroy); ok {
+		os.Unsetenv(provider.EnvAllowDestroy)
+		fmt.Fprintf(progress, "note: %s=%s from the environment is ignored; homelab up takes --allow-destroy NODE\n", provider.EnvAllowDestroy, v)
+	}
 	for _, w := range warnings {
 		fmt.Fprintf(progress, "warning: %s\n", w)
 	}
@@ -107,7 +115,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := os.ReadFile(program.ExpandHome(inv.SSH.PrivateKey))
+	key, err := os.ReadFile(inv.SSH.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("ssh.privateKey: %w", err)
 	}
@@ -146,7 +154,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 		program.KeyInventory:     {Value: invPath},
 		program.KeySecrets:       {Value: bundleYAML, Secret: true},
 		program.KeySSHPrivateKey: {Value: string(key), Secret: true},
-		program.KeyKnownHosts:    {Value: program.ExpandHome(inv.SSH.KnownHosts)},
+		program.KeyKnownHosts:    {Value: inv.SSH.KnownHosts},
 	}
 	if err := s.SetAllConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("setting stack config: %w", err)
@@ -242,8 +250,10 @@ func providerPlugin(stateDir string) (string, error) {
 }
 
 // Up converges the homelab. With refresh, live state is read first so
-// drift on the nodes is repaired too.
-func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
+// drift on the nodes is repaired too. allowDestroy names the nodes whose
+// destructive steps the user consents to for this up (provider
+// EnvAllowDestroy); without it such steps are refused.
+func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (auto.UpResult, error) {
 	if err := s.ready(); err != nil {
 		return auto.UpResult{}, err
 	}
@@ -254,7 +264,48 @@ func (s *Stack) Up(ctx context.Context, refresh bool) (auto.UpResult, error) {
 	if refresh {
 		opts = append(opts, optup.Refresh())
 	}
-	return s.s.Up(ctx, opts...)
+	var res auto.UpResult
+	err := s.withConsent(allowDestroy, func() (err error) {
+		res, err = s.s.Up(ctx, opts...)
+		return err
+	})
+	return res, err
+}
+
+// withConsent runs fn with the consent given for these nodes alone, and
+// none once fn returns: consent never outlives the command it was given to.
+func (s *Stack) withConsent(nodes []string, fn func() error) error {
+	ws := s.s.Workspace()
+	if len(nodes) == 0 {
+		ws.UnsetEnvVar(provider.EnvAllowDestroy)
+		return fn()
+	}
+	ws.SetEnvVar(provider.EnvAllowDestroy, strings.Join(nodes, ","))
+	defer ws.UnsetEnvVar(provider.EnvAllowDestroy)
+	return fn()
+}
+
+// Refusals lists the destructive steps the provider refused in a failed
+// run, once each, as it worded them.
+func Refusals(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		_, rest, ok := strings.Cut(line, provider.RefusedMarker)
+		if !ok {
+			continue
+		}
+		r := strings.TrimSpace(rest)
+		if i := strings.Index(r, " Nothing was changed for it."); i > 0 {
+			r = r[:i]
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Refresh reads every resource's live state into the stack.
@@ -265,12 +316,18 @@ func (s *Stack) Refresh(ctx context.Context) (auto.RefreshResult, error) {
 	return s.s.Refresh(ctx, optrefresh.ProgressStreams(s.progress), optrefresh.ErrorProgressStreams(s.progress))
 }
 
-// Destroy resets the nodes (kubeadm reset, files removed).
+// Destroy resets the nodes (kubeadm reset, files removed): the caller has
+// the user's consent for every node.
 func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
 	if err := s.ready(); err != nil {
 		return auto.DestroyResult{}, err
 	}
-	return s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
+	var res auto.DestroyResult
+	err := s.withConsent([]string{"*"}, func() (err error) {
+		res, err = s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
+		return err
+	})
+	return res, err
 }
 
 // Auto is the underlying Automation API stack, for callers that need

@@ -35,7 +35,8 @@ func Dir(name string) string {
 	switch name {
 	case "etcd", "etcdctl":
 		return filepath.Join(CacheDir(), "tools", "etcd-"+EtcdVersion)
-	case "pulumi":
+	case "pulumi", "pulumi-language-go":
+		// The CLI finds its language hosts beside itself.
 		return filepath.Join(CacheDir(), "tools", "pulumi-"+PulumiVersion)
 	}
 	return filepath.Join(CacheDir(), "tools", "kubernetes-"+KubernetesVersion)
@@ -58,6 +59,8 @@ func Script(name string) string {
 		s = "build-etcd.sh"
 	case "pulumi":
 		s = "build-pulumi.sh"
+	case "pulumi-language-go":
+		s = "setup.sh"
 	}
 	return filepath.Join(RepoRoot(), "infra", "tools", s)
 }
@@ -77,7 +80,7 @@ func versionOf(name string) string {
 	switch name {
 	case "etcd", "etcdctl":
 		return EtcdVersion
-	case "pulumi":
+	case "pulumi", "pulumi-language-go":
 		return PulumiVersion
 	}
 	return KubernetesVersion

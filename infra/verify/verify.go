@@ -2,7 +2,8 @@
 // from the outside, with client-go and the etcd client: every node Ready on
 // its own address, etcd's members the control-plane nodes and healthy, the
 // API answering at the endpoint and at every control-plane address with TLS
-// verified for that address, a write through the endpoint visible in etcd.
+// verified for that address, a write through the endpoint visible in etcd;
+// then the seed's hands-on lab asked of the cluster itself (Practice).
 package verify
 
 import (
@@ -83,12 +84,10 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 	}
 	rep := &Report{}
 	var errs *multierror.Error
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(t.Kubeconfig)
+	cs, err := clientset(t)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.Dial = t.Dial
-	cfg.Timeout = 15 * time.Second
 	inv := t.Inventory
 
 	ca := x509.NewCertPool()
@@ -104,10 +103,6 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 		errs = multierror.Append(errs, rep.add("API answers /readyz at "+h+" (TLS verified for that name)", readyz(ctx, t, ca, h), ""))
 	}
 
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	nodes, err := checkNodes(ctx, cs, inv)
 	rep.Nodes = nodes
 	errs = multierror.Append(errs, rep.add("every node registered and Ready on its own address", err, strings.Join(nodes, ", ")))
@@ -129,7 +124,23 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 	errs = multierror.Append(errs, rep.add("discovery lists the API resources", err, strconv.Itoa(count)+" resources"))
 
 	errs = multierror.Append(errs, rep.add("label selector "+kubeadm.GPUPresentLabel+"=true finds the GPU nodes", checkSelector(ctx, cs, inv), ""))
+	errs = multierror.Append(errs, runPractice(ctx, cs, rep, DefaultPractice()))
 	return rep, errs.ErrorOrNil()
+}
+
+// clientset reaches the API through the kubeconfig's server (the
+// endpoint), dialled with t.Dial.
+func clientset(t Target) (*kubernetes.Clientset, error) {
+	if t.Dial == nil {
+		t.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(t.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.Dial = t.Dial
+	cfg.Timeout = 15 * time.Second
+	return kubernetes.NewForConfig(cfg)
 }
 
 // readyz asks one address with TLS verified for that very name: a SAN

@@ -13,4 +13,7 @@ type File struct {
 	// Secret files carry key material or tokens: never log their content,
 	// keep them out of plain state.
 	Secret bool
+	// Transient files are not kept on the node: the step that needs one
+	// (a join, with its token) writes it, uses it and removes it.
+	Transient bool
 }

@@ -137,6 +137,21 @@ func Read(inv *inventory.Inventory, r *roles.Rendered) (*Cluster, error) {
 				} else if workerDiscovery == "" {
 					workerDiscovery = disc
 				}
+			case kubeadm.DiscoveryPath:
+				// Joins discover the cluster from this kubeconfig's server.
+				if !n.IsControlPlane() && workerDiscovery == "" {
+					var kc struct {
+						Clusters []struct {
+							Cluster struct {
+								Server string `json:"server"`
+							} `json:"cluster"`
+						} `json:"clusters"`
+					}
+					if err := yaml.Unmarshal(f.Content, &kc); err != nil || len(kc.Clusters) == 0 {
+						return nil, fmt.Errorf("%s %s: no cluster: %v", n.Name, f.Path, err)
+					}
+					workerDiscovery = strings.TrimPrefix(kc.Clusters[0].Cluster.Server, "https://")
+				}
 			case keepalived.ConfigPath:
 				m := priorityRE.FindSubmatch(f.Content)
 				if m == nil {

@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"text/template"
 
@@ -52,9 +53,24 @@ type confData struct {
 	CheckScript                    string
 }
 
+// ByAddress sorts nodes by address (numerically), the order VRRP
+// priorities are given in.
+func ByAddress(nodes []inventory.Node) []inventory.Node {
+	out := slices.Clone(nodes)
+	slices.SortFunc(out, func(a, b inventory.Node) int {
+		pa, _ := netip.ParseAddr(a.Address)
+		pb, _ := netip.ParseAddr(b.Address)
+		return pa.Compare(pb)
+	})
+	return out
+}
+
 // Config renders keepalived.conf for one control-plane node.
 func Config(inv *inventory.Inventory, node inventory.Node, vrrpPassword string) ([]byte, error) {
-	cps := inv.ControlPlanes()
+	// By address, not by the order the inventory lists them: the lowest
+	// address is the preferred VIP holder, and reordering the inventory
+	// changes nothing on any node.
+	cps := ByAddress(inv.ControlPlanes())
 	idx := -1
 	var peers []string
 	for i, n := range cps {

@@ -10,41 +10,41 @@ import (
 	"sort"
 	"strings"
 
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/sans"
-	"sigs.k8s.io/yaml"
 )
 
 // Paths on the node.
 const (
-	InitConfigPath    = "/etc/kubernetes/kubeadm/init.yaml"
-	JoinConfigPath    = "/etc/kubernetes/kubeadm/join.yaml"
+	InitConfigPath = "/etc/kubernetes/kubeadm/init.yaml"
+	// JoinConfigPath holds the node's bootstrap token: it exists on the
+	// node only while its join runs.
+	JoinConfigPath = "/etc/kubernetes/kubeadm/join.yaml"
+	// DiscoveryPath is the kubeconfig joins discover the cluster from: the
+	// endpoint and the bundle's CA, no credentials.
+	DiscoveryPath     = "/etc/kubernetes/kubeadm/discovery.conf"
 	EncryptionDir     = "/etc/kubernetes/encryption"
 	EncryptionConfig  = EncryptionDir + "/config.yaml"
 	kubeProxyPhase    = "addon/kube-proxy"
 	controlPlaneTaint = "node-role.kubernetes.io/control-plane"
-	bootstrapTokenTTL = "24h0m0s"
+	// BootstrapGroup is the group kubeadm's RBAC lets bootstrap tokens
+	// join with (CSR creation and auto-approval).
+	BootstrapGroup = "system:bootstrappers:kubeadm:default-node-token"
 )
 
-// Secrets are the bundle values kubeadm's configs embed.
-type Secrets struct {
-	BootstrapToken string
-	CACertHash     string
-}
-
-// Init renders the first control-plane node's config: InitConfiguration,
+// Init renders a control-plane node's init config: InitConfiguration,
 // ClusterConfiguration, KubeletConfiguration and, while kube-proxy runs,
-// KubeProxyConfiguration.
-func Init(inv *inventory.Inventory, node inventory.Node, s Secrets, apiSANs, etcdSANs sans.Set) ([]byte, error) {
+// KubeProxyConfiguration. Every control-plane node gets one: any of them
+// may bootstrap a new cluster, and the init phases that regenerate a
+// node's certificates and manifests read it. It holds no token: kubeadm
+// init mints one, which the provisioner deletes once init is done, and
+// each join brings its own.
+func Init(inv *inventory.Inventory, node inventory.Node, apiSANs, etcdSANs sans.Set) ([]byte, error) {
 	init := InitConfiguration{
-		TypeMeta: TypeMeta{kubeadmAPIVersion, "InitConfiguration"},
-		BootstrapTokens: []BootstrapToken{{
-			Token:       s.BootstrapToken,
-			Description: "homelab: joins of nodes declared in the inventory",
-			TTL:         bootstrapTokenTTL,
-			Usages:      []string{"signing", "authentication"},
-			Groups:      []string{"system:bootstrappers:kubeadm:default-node-token"},
-		}},
+		TypeMeta:         TypeMeta{kubeadmAPIVersion, "InitConfiguration"},
 		NodeRegistration: registration(inv, node),
 		LocalAPIEndpoint: APIEndpoint{AdvertiseAddress: node.Address, BindPort: int32(inv.Cluster.Endpoint.Port)},
 	}
@@ -58,20 +58,18 @@ func Init(inv *inventory.Inventory, node inventory.Node, s Secrets, apiSANs, etc
 	return marshalDocs(docs...)
 }
 
-// Join renders a joining node's JoinConfiguration; control-plane nodes join
-// as control-plane members. The CA is pinned by hash, never skipped.
-func Join(inv *inventory.Inventory, node inventory.Node, s Secrets) ([]byte, error) {
+// Join renders a joining node's JoinConfiguration with the node's own
+// bootstrap token; control-plane nodes join as control-plane members. The
+// cluster is discovered from DiscoveryPath, which carries the bundle's CA:
+// no cluster-info signature to wait for, and the CA is never skipped.
+func Join(inv *inventory.Inventory, node inventory.Node, token string) ([]byte, error) {
 	join := JoinConfiguration{
 		TypeMeta:         TypeMeta{kubeadmAPIVersion, "JoinConfiguration"},
 		NodeRegistration: registration(inv, node),
 		CACertPath:       "/etc/kubernetes/pki/ca.crt",
 		Discovery: Discovery{
-			BootstrapToken: &BootstrapTokenDiscovery{
-				Token:             s.BootstrapToken,
-				APIServerEndpoint: inv.Endpoint(),
-				CACertHashes:      []string{s.CACertHash},
-			},
-			TLSBootstrapToken: s.BootstrapToken,
+			File:              &FileDiscovery{KubeConfigPath: DiscoveryPath},
+			TLSBootstrapToken: token,
 		},
 	}
 	if node.IsControlPlane() {
@@ -280,4 +278,26 @@ func ComponentArgs(cc ClusterConfiguration) map[string][]string {
 		}
 	}
 	return out
+}
+
+// DiscoveryConfig renders the kubeconfig joins discover the cluster from: the
+// endpoint and the cluster's CA, no credentials (each join authenticates
+// with its own bootstrap token).
+func DiscoveryConfig(inv *inventory.Inventory, caPEM []byte) ([]byte, error) {
+	name := inv.Cluster.Name
+	cfg := clientcmdv1.Config{
+		APIVersion: "v1",
+		Kind:       "Config",
+		Clusters: []clientcmdv1.NamedCluster{{
+			Name:    name,
+			Cluster: clientcmdv1.Cluster{Server: "https://" + inv.Endpoint(), CertificateAuthorityData: caPEM},
+		}},
+		// kubeadm validates the file as a kubeconfig, which wants a user:
+		// one without credentials, so discovery reads cluster-info
+		// anonymously and the join authenticates with its token.
+		AuthInfos:      []clientcmdv1.NamedAuthInfo{{Name: "discovery"}},
+		Contexts:       []clientcmdv1.NamedContext{{Name: name, Context: clientcmdv1.Context{Cluster: name, AuthInfo: "discovery"}}},
+		CurrentContext: name,
+	}
+	return yaml.Marshal(cfg)
 }

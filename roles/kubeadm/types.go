@@ -118,8 +118,13 @@ type JoinConfiguration struct {
 }
 
 type Discovery struct {
-	BootstrapToken    *BootstrapTokenDiscovery `json:"bootstrapToken"`
+	BootstrapToken    *BootstrapTokenDiscovery `json:"bootstrapToken,omitempty"`
+	File              *FileDiscovery           `json:"file,omitempty"`
 	TLSBootstrapToken string                   `json:"tlsBootstrapToken"`
+}
+
+type FileDiscovery struct {
+	KubeConfigPath string `json:"kubeConfigPath"`
 }
 
 type BootstrapTokenDiscovery struct {

@@ -133,3 +133,63 @@ func TestClientCertsChainToTheBundlesCAs(t *testing.T) {
 		t.Error("minted from a CA that is not PEM")
 	}
 }
+
+// Each bad value a hand-edited or copied bundle can hold is named by its
+// field, all at once, before anything renders.
+func TestParseRejectsBadValues(t *testing.T) {
+	other, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodYAML, _ := good.Marshal()
+	fresh := func() *Bundle {
+		b, err := Parse(goodYAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		edit  func(b *Bundle)
+		field string
+	}{
+		{"token without a dot", func(b *Bundle) { b.Talos.Secrets.BootstrapToken = "abcdef0123456789abcdef" }, "BootstrapToken"},
+		{"token in capitals", func(b *Bundle) { b.Talos.Secrets.BootstrapToken = "ABCDEF.0123456789abcdef" }, "BootstrapToken"},
+		{"token with a shell word", func(b *Bundle) { b.Talos.Secrets.BootstrapToken = "abcdef.01234567$(reboot)" }, "BootstrapToken"},
+		{"token too short", func(b *Bundle) { b.Talos.Secrets.BootstrapToken = "abc.0123" }, "BootstrapToken"},
+		{"secretbox key not base64", func(b *Bundle) { b.Talos.Secrets.SecretboxEncryptionSecret = "not base64!" }, "SecretboxEncryptionSecret"},
+		{"secretbox key 16 bytes", func(b *Bundle) { b.Talos.Secrets.SecretboxEncryptionSecret = "MDEyMzQ1Njc4OWFiY2RlZg==" }, "SecretboxEncryptionSecret"},
+		{"vrrp password empty", func(b *Bundle) { b.VRRPPassword = "" }, "vrrpPassword"},
+		{"vrrp password with a quote", func(b *Bundle) { b.VRRPPassword = `ab"cd` }, "vrrpPassword"},
+		{"vrrp password with a brace", func(b *Bundle) { b.VRRPPassword = "ab}cd" }, "vrrpPassword"},
+		{"vrrp password with a space", func(b *Bundle) { b.VRRPPassword = "ab cd" }, "vrrpPassword"},
+		{"CA key of another CA", func(b *Bundle) { b.Talos.Certs.K8s.Key = other.Talos.Certs.K8s.Key }, "talos.Certs.K8s"},
+		{"etcd CA certificate garbage", func(b *Bundle) {
+			b.Talos.Certs.Etcd.Crt = []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+		}, "talos.Certs.Etcd"},
+		{"front-proxy CA not PEM", func(b *Bundle) { b.Talos.Certs.K8sAggregator.Crt = []byte("hello") }, "talos.Certs.K8sAggregator"},
+		{"service-account key not a key", func(b *Bundle) {
+			b.Talos.Certs.K8sServiceAccount.Key = []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+		}, "K8sServiceAccount"},
+	} {
+		b := fresh()
+		c.edit(b)
+		data, _ := b.Marshal()
+		_, err = Parse(data)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: got %v, want an error naming %s", c.name, err, c.field)
+		}
+	}
+	// Every problem at once.
+	b := fresh()
+	b.VRRPPassword, b.Talos.Secrets.BootstrapToken = "", "x"
+	data, _ := b.Marshal()
+	if _, err := Parse(data); err == nil || !strings.Contains(err.Error(), "vrrpPassword") || !strings.Contains(err.Error(), "BootstrapToken") {
+		t.Errorf("two problems, got %v", err)
+	}
+}

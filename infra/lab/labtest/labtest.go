@@ -57,6 +57,13 @@ type Lab struct {
 // the test gathered.
 func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 	t.Helper()
+	return UpWith(t, ctx, name, nil, onFail)
+}
+
+// UpWith is Up with inventory/lab.yaml edited first (other nodes, other
+// names): the lab is built from the edited inventory, InventoryPath.
+func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) string, onFail func()) *Lab {
+	t.Helper()
 	release, err := lab.LockMachine()
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +78,13 @@ func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 		t.Fatal(err)
 	}
 	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), t: t}
-	tl.InventoryPath = tl.Inventory("lab", nil)
+	tl.InventoryPath = tl.Inventory("lab", edit)
 	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
-		// A partly-up lab holds machine-wide namespaces: the next test's
-		// lab could not come up.
+		// Down first: a lab partly up has nodes running, and its state is
+		// what finds them; removing the directory alone would orphan them
+		// (and fail every later test on the machine).
 		if derr := l.Down(false); derr != nil {
-			t.Logf("lab down after the failed up: %v", derr)
+			t.Logf("lab down after a failed up: %v", derr)
 		}
 		os.RemoveAll(dir)
 		t.Fatal(err)

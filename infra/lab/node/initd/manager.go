@@ -47,6 +47,8 @@ type Manager struct {
 	Log     *log.Logger
 
 	reaper *reaper
+	// booted is when init started: OnBootSec= counts from it.
+	booted time.Time
 	mu     sync.Mutex
 	units  map[string]*service
 	order  []string // first-start order, reversed at shutdown
@@ -68,6 +70,7 @@ func NewManager(p unitfile.Paths) *Manager {
 		BaseEnv:        env,
 		Log:            log.New(os.Stderr, "homelab-init: ", log.LstdFlags),
 		reaper:         newReaper(),
+		booted:         time.Now(),
 		units:          map[string]*service{},
 	}
 }
@@ -148,8 +151,13 @@ func (m *Manager) startLocked(s *service, def *unitfile.Unit) <-chan error {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &runHandle{cancel: cancel, done: make(chan struct{})}
 	s.run = h
+	s.activated = time.Now()
 	m.mu.Unlock()
 
+	if def.Timer != nil {
+		go m.runTimer(ctx, s, def, h, done)
+		return done
+	}
 	go m.supervise(ctx, s, def, h, done)
 	return done
 }
@@ -316,6 +324,9 @@ func (m *Manager) Status(name string) UnitStatus {
 		st.FragmentPath = def.FragmentPath
 		st.DropIns = def.DropIns
 		st.Restart = def.Restart
+		if def.Timer != nil {
+			st.Triggers = def.Timer.Unit
+		}
 	}
 	st.UnitFileState, _ = unitfile.IsEnabled(m.Paths, st.Name)
 	st.LogFile = m.Paths.LogFile(st.Name)
@@ -337,6 +348,14 @@ func (m *Manager) Status(name string) UnitStatus {
 		}
 		st.ExecMainCode, st.ExecMainStat, st.ExecMain = s.execCode, s.execStatus, s.execMain
 		st.NRestarts, st.ConditionFail = s.nRestarts, s.condFail
+		if t := s.timer; t != nil {
+			if !t.next.IsZero() {
+				st.NextElapse = t.next.Format(time.RFC3339Nano)
+			}
+			if !t.last.IsZero() {
+				st.LastTrigger = t.last.Format(time.RFC3339Nano)
+			}
+		}
 	}
 	m.mu.Unlock()
 	if st.MainPID != 0 {

@@ -78,6 +78,11 @@ type UnitStatus struct {
 	Restart       string   `json:"restart,omitempty"`
 	LogFile       string   `json:"log_file,omitempty"`
 	Processes     []Proc   `json:"processes,omitempty"`
+	// A timer's: the unit it activates, when it elapses next and when it
+	// last did (RFC 3339, "" for never).
+	Triggers    string `json:"triggers,omitempty"`
+	NextElapse  string `json:"next_elapse,omitempty"`
+	LastTrigger string `json:"last_trigger,omitempty"`
 }
 
 // Proc is one process of the unit's process group.

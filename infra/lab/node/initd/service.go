@@ -35,6 +35,11 @@ type service struct {
 	nRestarts     int
 	condFail      string
 	run           *runHandle // nil when nothing supervises the unit
+	// activated and deactivated are when the unit last started and last
+	// ended (what OnUnitActiveSec= and OnUnitInactiveSec= count from);
+	// a timer's trigger state is in timer.
+	activated, deactivated time.Time
+	timer                  *timerState
 }
 
 type runHandle struct {
@@ -430,6 +435,7 @@ func (m *Manager) finish(s *service, active, sub, result string) {
 	s.result = result
 	s.mainPID = 0
 	s.run = nil
+	s.deactivated = time.Now()
 	m.mu.Unlock()
 	m.setState(s, active, sub)
 }

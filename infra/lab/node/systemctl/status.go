@@ -84,6 +84,14 @@ func writeStatus(w io.Writer, u initd.UnitStatus, now time.Time, lines int) {
 		active += " since " + stamp(t) + "; " + ago(now.Sub(t))
 	}
 	fmt.Fprintf(w, "     Active: %s\n", active)
+	if t, err := time.Parse(time.RFC3339Nano, u.NextElapse); err == nil {
+		fmt.Fprintf(w, "    Trigger: %s; %s\n", stamp(t), left(t.Sub(now)))
+	} else if u.Triggers != "" && u.ActiveState == "active" {
+		fmt.Fprintf(w, "    Trigger: n/a\n")
+	}
+	if u.Triggers != "" {
+		fmt.Fprintf(w, "   Triggers: ● %s\n", u.Triggers)
+	}
 	if u.ConditionFail != "" {
 		fmt.Fprintf(w, "  Condition: start condition failed\n             └─ %s was not met\n", u.ConditionFail)
 	}

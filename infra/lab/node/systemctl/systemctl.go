@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 const usage = `systemctl [OPTIONS...] COMMAND [UNIT...]   (homelab node stand-in)
 
 Unit commands: start stop restart try-restart reload reload-or-restart
-  reset-failed status show is-active is-failed list-units daemon-reload
+  reset-failed status show is-active is-failed list-units list-timers daemon-reload
   is-system-running
 Unit file commands (no daemon needed): enable disable is-enabled mask unmask cat
 Options: --now --no-block -q/--quiet -p/--property=NAME --value -n/--lines=N
@@ -166,6 +166,8 @@ func (c *cli) dispatch() int {
 	switch o.command {
 	case "", "list-units":
 		return c.listUnits()
+	case "list-timers":
+		return c.listTimers()
 	case "start", "stop", "restart", "try-restart", "condrestart", "reload",
 		"reload-or-restart", "force-reload", "reset-failed":
 		return c.job()

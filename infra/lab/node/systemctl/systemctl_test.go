@@ -93,3 +93,18 @@ func TestStatusFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestTimerStatusFormat(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	var b bytes.Buffer
+	writeStatus(&b, initd.UnitStatus{
+		Name: "snap.timer", LoadState: "loaded", FragmentPath: "/etc/systemd/system/snap.timer", UnitFileState: "enabled",
+		ActiveState: "active", SubState: "waiting", Triggers: "snap.service",
+		NextElapse: now.Add(5 * time.Minute).Format(time.RFC3339Nano),
+	}, now, 0)
+	for _, s := range []string{"Active: active (waiting)\n", "    Trigger: Thu 2025-01-02 03:09:05 UTC; 5min 0s left\n", "   Triggers: ● snap.service\n"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("timer status lacks %q:\n%s", s, b.String())
+		}
+	}
+}

@@ -158,16 +158,25 @@ func Unmask(p Paths, name string) ([]Change, error) {
 	return nil, nil
 }
 
-// BootUnits lists the services wanted or required by multi-user.target, in
-// name order: what init starts at boot.
+// TimersTarget is where timers are enabled (WantedBy=timers.target); a
+// booting systemd reaches it on the way to multi-user.target.
+const TimersTarget = "timers.target"
+
+// BootUnits lists the services and timers wanted or required by
+// multi-user.target, and the timers of timers.target, in name order: what
+// init starts at boot.
 func BootUnits(p Paths) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, dir := range []string{ConfigDir, RuntimeConfigDir} {
-		for _, kind := range []string{".wants", ".requires"} {
-			entries, _ := os.ReadDir(p.Path(path.Join(dir, BootTarget+kind)))
-			for _, e := range entries {
-				if n := e.Name(); strings.HasSuffix(n, ".service") && !seen[n] {
+		for _, target := range []string{BootTarget, TimersTarget} {
+			for _, kind := range []string{".wants", ".requires"} {
+				entries, _ := os.ReadDir(p.Path(path.Join(dir, target+kind)))
+				for _, e := range entries {
+					n := e.Name()
+					if seen[n] || !(strings.HasSuffix(n, ".timer") || target == BootTarget && strings.HasSuffix(n, ".service")) {
+						continue
+					}
 					seen[n] = true
 					out = append(out, n)
 				}

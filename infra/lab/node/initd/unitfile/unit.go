@@ -75,6 +75,9 @@ type Unit struct {
 	WantedBy   []string
 	RequiredBy []string
 	Alias      []string
+
+	// Timer is a .timer unit's [Timer] section (nil for other units).
+	Timer *Timer
 }
 
 // HasInstall reports whether the unit can be enabled at all (systemd calls
@@ -132,6 +135,9 @@ func Load(p Paths, name string) (*Unit, error) {
 	}
 	u.FragmentPath = frag
 	u.DropIns = dropIns(p, u.Names)
+	if u.IsTimer() {
+		u.Timer = &Timer{Accuracy: time.Minute}
+	}
 	for _, f := range append([]string{frag}, u.DropIns...) {
 		if err := u.applyFile(p, f); err != nil {
 			return nil, err
@@ -140,6 +146,15 @@ func Load(p Paths, name string) (*Unit, error) {
 	for _, a := range u.Alias {
 		if a = Normalize(a); !contains(u.Names, a) {
 			u.Names = append(u.Names, a)
+		}
+	}
+	if u.Timer != nil {
+		if !u.Timer.hasTrigger() {
+			// systemd's words: such a timer does not load.
+			return nil, fmt.Errorf("%s: Timer unit lacks value setting. Refusing", u.Name)
+		}
+		if u.Timer.Unit == "" {
+			u.Timer.Unit = strings.TrimSuffix(u.Name, ".timer") + ".service"
 		}
 	}
 	return u, nil
@@ -370,6 +385,10 @@ func (u *Unit) apply(section, key, v string) error {
 				return err
 			}
 			u.RuntimeDirectoryMode = os.FileMode(m)
+		}
+	case "Timer":
+		if u.Timer != nil {
+			return u.applyTimer(key, v)
 		}
 	case "Install":
 		switch key {

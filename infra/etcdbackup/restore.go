@@ -1,0 +1,723 @@
+package etcdbackup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/roles/pki"
+)
+
+// Paths on a node the restore uses.
+const (
+	manifestDir = "/etc/kubernetes/manifests"
+	// AsideDir holds the control plane's static pod manifests while a
+	// restore runs: the kubelet stops the pods, and nothing of the lost
+	// cluster starts again on its own.
+	AsideDir = "/etc/kubernetes/manifests.homelab-restore"
+	// BeforeRestoreDir keeps the etcd data a restore replaced on a node
+	// (the latest restore's only): nothing is deleted without a trace.
+	BeforeRestoreDir = "/var/lib/homelab/etcd-before-restore"
+	adminConf        = "/etc/kubernetes/admin.conf"
+	upload           = "/var/lib/homelab/etcd-restore.tgz"
+)
+
+var controlPlanePods = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// RestoreOptions says what to restore and where.
+type RestoreOptions struct {
+	// From is a snapshot file; FromData a control-plane node whose etcd
+	// member's raw db is restored instead (no snapshot needed).
+	From, FromData string
+	// Node is where the new cluster starts: default the most up-to-date
+	// reachable control-plane node (FromData's, with FromData).
+	Node string
+	// Force restores though a quorum of healthy members exists.
+	Force bool
+	// Work is a local directory for the restored data (default a
+	// temporary one).
+	Work string
+}
+
+// RestoreReport is what a restore did.
+type RestoreReport struct {
+	Source   string
+	Revision int64
+	// OldClusterIDs are the IDs the live members had (those that
+	// answered), NewClusterID the restored cluster's.
+	OldClusterIDs []string
+	NewClusterID  string
+	Node          string
+	// Readded are the control-plane nodes re-added as fresh members;
+	// Rejoin those up must join (blank, replaced or half set up; their
+	// stale Node objects were deleted); Unreachable were not touched:
+	// their etcd members belong to the lost cluster, which the new one
+	// refuses, until homelab etcd rejoin (or a new disk and up).
+	Readded, Rejoin, Unreachable []string
+	Members                      []Member
+	Took                         time.Duration
+}
+
+// nodeState is what the restore found on a reachable control-plane node.
+type nodeState struct {
+	*node
+	files map[string]bool
+	// manifest is the node's etcd manifest (in place or set aside by an
+	// interrupted restore); nil when it has none.
+	manifest []byte
+	flags    map[string]string
+	health   *Health
+}
+
+func (s *nodeState) member() bool {
+	return s.manifest != nil && (s.files[provider.InitMarker] || s.files[provider.JoinMarker])
+}
+
+func (s *nodeState) peerURL() string { return s.flags["initial-advertise-peer-urls"] }
+
+const probe = `for f in ` + manifestDir + `/etcd.yaml ` + AsideDir + `/etcd.yaml ` + provider.InitMarker + ` ` + provider.JoinMarker + ` ` + adminConf + `; do [ -e "$f" ] && echo "$f"; done; true`
+
+func (t Target) probe(ctx context.Context, n *node) (*nodeState, error) {
+	s := &nodeState{node: n, files: map[string]bool{}}
+	r, err := n.c.Query(ctx, probe)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(string(r.Stdout), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			s.files[l] = true
+		}
+	}
+	for _, p := range []string{manifestDir + "/etcd.yaml", AsideDir + "/etcd.yaml"} {
+		if s.files[p] {
+			if s.manifest, err = n.c.Read(ctx, p); err != nil {
+				return nil, err
+			}
+			if s.flags, err = etcdFlags(s.manifest); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", n.Name, p, err)
+			}
+			break
+		}
+	}
+	if s.files[manifestDir+"/etcd.yaml"] {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if cli, err := etcdclient.ThroughSSH(cctx, n.c); err == nil {
+			if h, err := MemberHealth(cctx, cli); err == nil {
+				s.health = &h
+			}
+			cli.Close()
+		}
+	}
+	return s, nil
+}
+
+// Restore brings a cluster that lost etcd's quorum back from a snapshot
+// (or a member's raw db): every check first, and a refusal changes
+// nothing; then the control plane stopped on every reachable
+// control-plane node, the data restored on one as a new one-member cluster
+// with a new cluster ID (the PKI kept), started with the apiserver until
+// the endpoint answers through it, and the other set-up control-plane
+// nodes re-added one at a time as fresh members (data moved aside,
+// member add as learner, the joining manifest, promotion). Nodes it
+// cannot re-add so (blank, replaced, half set up) are left to up's join,
+// their stale Node objects deleted so it is not refused.
+func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, error) {
+	start := time.Now()
+	if (o.From == "") == (o.FromData == "") {
+		return nil, errors.New("name what to restore: --from SNAPSHOT or --from-data NODE")
+	}
+	for _, name := range []string{o.FromData, o.Node} {
+		if name == "" {
+			continue
+		}
+		if n, ok := t.Inventory.Node(name); !ok || !n.IsControlPlane() {
+			return nil, fmt.Errorf("%s is not a control-plane node of the inventory", name)
+		}
+	}
+	want, err := t.pins()
+	if err != nil {
+		return nil, err
+	}
+	work := o.Work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "homelab-restore-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	}
+	rep := &RestoreReport{}
+
+	// The snapshot first: a bad file is refused before any node is asked.
+	var snap *Status
+	var meta *Metadata
+	var problems []error
+	if o.From != "" {
+		rep.Source = o.From
+		snap, meta, err = t.checkSnapshot(o.From, want)
+		if errors.Is(err, ErrNotSnapshot) || errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
+
+	nodes := t.connect(ctx)
+	defer closeAll(nodes)
+	var states []*nodeState
+	for _, n := range nodes {
+		if n.c == nil {
+			rep.Unreachable = append(rep.Unreachable, n.Name)
+			t.logf("%s: unreachable (%v): left as it is", n.Name, n.err)
+			continue
+		}
+		if _, err := sameCAs(ctx, n, want); err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		s, err := t.probe(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name, err)
+		}
+		states = append(states, s)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("nothing was changed: %w", errors.Join(problems...))
+	}
+	if err := t.quorumLost(ctx, states, len(nodes), o.Force, rep); err != nil {
+		return nil, err
+	}
+	history, err := readHistory(t.History)
+	if err != nil {
+		return nil, err
+	}
+	if meta != nil && meta.ClusterID != "" {
+		known := history.ids()
+		for _, id := range rep.OldClusterIDs {
+			if !contains(known, id) {
+				known = append(known, id)
+			}
+		}
+		if len(known) > 0 && !contains(known, meta.ClusterID) {
+			return nil, fmt.Errorf("%s is a snapshot of etcd cluster %s, and this cluster has been %s: a snapshot of another cluster",
+				o.From, meta.ClusterID, strings.Join(known, ", "))
+		}
+	}
+	target, err := pickTarget(states, o)
+	if err != nil {
+		return nil, err
+	}
+	rawPath := ""
+	if o.FromData != "" {
+		rep.Source = o.FromData + ":" + filepath.Join(target.flags["data-dir"], "member/snap/db")
+		rawPath = filepath.Join(work, "db")
+		if snap, err = t.copyRawDB(ctx, target, rawPath, want); err != nil {
+			return nil, err
+		}
+	}
+	rep.Node, rep.Revision = target.Name, snap.Revision
+	b := Bootstrap{Name: target.flags["name"], PeerURL: target.peerURL(), Token: fmt.Sprintf("homelab-restore-%d", time.Now().Unix())}
+	newID, err := b.ClusterID()
+	if err != nil {
+		return nil, err
+	}
+	rep.NewClusterID = fmt.Sprintf("%x", newID)
+	src, raw := o.From, false
+	if rawPath != "" {
+		src, raw = rawPath, true
+	}
+	dataDir, err := RestoreDataDir(src, raw, b, filepath.Join(work, "restored"))
+	if err != nil {
+		return nil, err
+	}
+	tarball, err := Tarball(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	t.logf("checks passed: restoring %s (revision %d) on %s as a new etcd cluster %s", rep.Source, rep.Revision, target.Name, rep.NewClusterID)
+
+	// From here on nodes change.
+	for _, s := range states {
+		if err := stopControlPlane(ctx, s); err != nil {
+			return rep, err
+		}
+		t.logf("%s: control plane stopped (static pod manifests in %s)", s.Name, AsideDir)
+	}
+	if o.FromData != "" {
+		// The member is stopped now: the copy taken for the checks may
+		// have missed its last writes.
+		if snap, err = t.copyRawDB(ctx, target, rawPath, want); err != nil {
+			return rep, err
+		}
+		rep.Revision = snap.Revision
+		os.RemoveAll(filepath.Join(work, "restored"))
+		if dataDir, err = RestoreDataDir(rawPath, true, b, filepath.Join(work, "restored")); err != nil {
+			return rep, err
+		}
+		if tarball, err = Tarball(dataDir); err != nil {
+			return rep, err
+		}
+	}
+	if err := t.startRestored(ctx, target, tarball, newID); err != nil {
+		return rep, err
+	}
+	cli, err := etcdclient.ThroughSSH(ctx, target.c)
+	if err != nil {
+		return rep, err
+	}
+	defer cli.Close()
+	for _, s := range states {
+		if s == target {
+			continue
+		}
+		if !s.member() {
+			rep.Rejoin = append(rep.Rejoin, s.Name)
+			continue
+		}
+		if err := t.readd(ctx, cli, s); err != nil {
+			return rep, fmt.Errorf("%s: re-adding it as a member: %w", s.Name, err)
+		}
+		rep.Readded = append(rep.Readded, s.Name)
+	}
+	if err := waitFor(ctx, 3*time.Minute, "the API at the cluster's endpoint", func() error {
+		return queryOK(ctx, target, "kubectl --kubeconfig "+adminConf+" get --raw=/readyz")
+	}); err != nil {
+		return rep, fmt.Errorf("%s: %w", target.Name, err)
+	}
+	t.logf("the API answers at the cluster's endpoint through %s", target.Name)
+	for _, name := range rep.Rejoin {
+		// The restored data still holds the Node of the machine that was
+		// there, Ready as of the snapshot: kubeadm join refuses to join
+		// over a Ready Node, and that machine's kubelet is gone.
+		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, "kubectl --kubeconfig "+adminConf+" delete node "+quote(name)+" --ignore-not-found --wait=false"); err != nil {
+			return rep, err
+		}
+	}
+	if _, rep.Members, err = Members(ctx, cli); err != nil {
+		return rep, err
+	}
+	if err := t.record(rep.NewClusterID, "restore"); err != nil {
+		t.logf("warning: the cluster history %s: %v", t.History, err)
+	}
+	rep.Took = time.Since(start)
+	return rep, nil
+}
+
+// checkSnapshot opens the snapshot and checks it is this cluster's.
+func (t Target) checkSnapshot(path string, want pins) (*Status, *Metadata, error) {
+	st, err := Check(path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, err := ReadMetadata(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		t.logf("note: %s has no metadata beside it: checked by its embedded checksum and the cluster CA its data publishes", path)
+		meta = nil
+	case err != nil:
+		return nil, nil, err
+	default:
+		if meta.SHA256 != st.SHA256 {
+			return nil, nil, fmt.Errorf("%s: %w: its SHA-256 is %s, but %s says %s: the file changed since it was taken", path, ErrNotSnapshot, st.SHA256, MetadataPath(path), meta.SHA256)
+		}
+		if meta.Cluster != "" && meta.Cluster != t.Inventory.Cluster.Name {
+			return nil, nil, fmt.Errorf("%s is a snapshot of cluster %s, not of %s (cluster.name)", path, meta.Cluster, t.Inventory.Cluster.Name)
+		}
+		if meta.EtcdCA != want.etcd || meta.ClusterCA != want.cluster {
+			return nil, nil, fmt.Errorf("%s is a snapshot of a cluster with other CAs than the secrets bundle's: another cluster's snapshot (or another cluster's bundle)", path)
+		}
+	}
+	if err := t.dataIsOurs(path, st, want); err != nil {
+		return nil, nil, err
+	}
+	return st, meta, nil
+}
+
+// dataIsOurs checks the data holds Kubernetes objects, published by an
+// apiserver trusting the bundle's CA.
+func (t Target) dataIsOurs(path string, st *Status, want pins) error {
+	if !st.Kubernetes {
+		return fmt.Errorf("%s: %w: it holds no Kubernetes objects (no /registry/ key)", path, ErrNotSnapshot)
+	}
+	if st.ClusterCA == nil {
+		return nil
+	}
+	pin, err := pki.CAPin(st.ClusterCA)
+	if err != nil || pin != want.cluster {
+		return fmt.Errorf("%s holds the data of a cluster whose CA is not the secrets bundle's (kube-system/extension-apiserver-authentication): another cluster's", path)
+	}
+	return nil
+}
+
+// quorumLost refuses a restore while a quorum of etcd's members is
+// healthy, unless forced, and records the live cluster IDs.
+func (t Target) quorumLost(ctx context.Context, states []*nodeState, declared int, force bool, rep *RestoreReport) error {
+	members, healthy := declared, []string{}
+	for _, s := range states {
+		if s.health == nil {
+			continue
+		}
+		id := fmt.Sprintf("%x", s.health.ClusterID)
+		if !contains(rep.OldClusterIDs, id) {
+			rep.OldClusterIDs = append(rep.OldClusterIDs, id)
+		}
+		if s.health.Healthy() {
+			healthy = append(healthy, s.Name)
+		}
+	}
+	for _, s := range states {
+		if s.health == nil {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if cli, err := etcdclient.ThroughSSH(cctx, s.c); err == nil {
+			if _, ms, err := Members(cctx, cli); err == nil && len(ms) > 0 {
+				members = len(ms)
+			}
+			cli.Close()
+		}
+		cancel()
+		break
+	}
+	quorum := members/2 + 1
+	if len(healthy) >= quorum {
+		if !force {
+			return fmt.Errorf("etcd has quorum: %d of %d members healthy (%s), so the cluster keeps its data; a restore would throw away every write since the snapshot. "+
+				"Nothing was changed. If the data itself is wrong (and not just some nodes down), restore anyway with --force", len(healthy), members, strings.Join(healthy, ", "))
+		}
+		t.logf("warning: etcd has quorum (%d of %d healthy: %s), restoring anyway (--force)", len(healthy), members, strings.Join(healthy, ", "))
+	}
+	return nil
+}
+
+// pickTarget is the named node, else FromData's, else the reachable set-up
+// node whose member applied the most (one whose etcd does not answer
+// after those).
+func pickTarget(states []*nodeState, o RestoreOptions) (*nodeState, error) {
+	name := o.Node
+	if name == "" {
+		name = o.FromData
+	}
+	if name != "" {
+		for _, s := range states {
+			if s.Name == name {
+				if !s.member() {
+					return nil, fmt.Errorf("%s holds no set-up control plane (its etcd manifest and kubeadm's completion marker): it cannot run the restored cluster; name another node", name)
+				}
+				return s, nil
+			}
+		}
+		return nil, fmt.Errorf("%s is unreachable: it cannot run the restored cluster; name another node", name)
+	}
+	var best *nodeState
+	for _, s := range states {
+		if !s.member() {
+			continue
+		}
+		if best == nil || s.health != nil && (best.health == nil || s.health.AppliedIndex > best.health.AppliedIndex) {
+			best = s
+		}
+	}
+	if best == nil {
+		return nil, errors.New("no reachable control-plane node holds a set-up control plane (an etcd manifest and kubeadm's completion marker) to run the restored cluster: " +
+			"power on one that does, or rebuild the cluster (homelab up) and restore into it")
+	}
+	return best, nil
+}
+
+// copyRawDB copies the member's db file off the node and opens it.
+func (t Target) copyRawDB(ctx context.Context, s *nodeState, local string, want pins) (*Status, error) {
+	p := filepath.Join(s.flags["data-dir"], "member/snap/db")
+	data, err := s.c.Read(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", s.Name, p, err)
+	}
+	if err := os.WriteFile(local, data, 0o600); err != nil {
+		return nil, err
+	}
+	st, err := Check(local, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%s: %w", s.Name, p, err)
+	}
+	if err := t.dataIsOurs(s.Name+":"+p, st, want); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// asideScript moves the control plane's manifests aside (the kubelet
+// stops their pods).
+func asideScript() string {
+	var mv []string
+	for _, p := range controlPlanePods {
+		mv = append(mv, fmt.Sprintf("if [ -f %[1]s/%[3]s.yaml ]; then mkdir -p %[2]s; mv -f %[1]s/%[3]s.yaml %[2]s/; fi", manifestDir, AsideDir, p))
+	}
+	return strings.Join(mv, "\n")
+}
+
+// backScript puts manifests back, removing the aside directory once empty.
+func backScript(pods ...string) string {
+	var mv []string
+	for _, p := range pods {
+		mv = append(mv, fmt.Sprintf("if [ -f %[2]s/%[3]s.yaml ]; then mv -f %[2]s/%[3]s.yaml %[1]s/; fi", manifestDir, AsideDir, p))
+	}
+	return strings.Join(mv, "\n") + "\nrmdir " + AsideDir + " 2>/dev/null || true"
+}
+
+func stopControlPlane(ctx context.Context, s *nodeState) error {
+	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e\n"+asideScript()); err != nil {
+		return err
+	}
+	return waitFor(ctx, 3*time.Minute, "etcd and the apiserver to stop", func() error {
+		r, err := s.c.Query(ctx, "ss -Hltn '( sport = :2379 or sport = :2380 or sport = :6443 )'")
+		if err != nil {
+			return err
+		}
+		if out := strings.TrimSpace(string(r.Stdout)); out != "" || r.ExitCode != 0 {
+			return fmt.Errorf("still listening: %s", out)
+		}
+		return nil
+	})
+}
+
+// startRestored puts the restored data in place on the target and starts
+// its etcd, then the rest of its control plane.
+func (t Target) startRestored(ctx context.Context, s *nodeState, tarball []byte, newID uint64) error {
+	if err := s.c.Upload(ctx, upload, tarball, 0o600); err != nil {
+		return err
+	}
+	d := quote(s.flags["data-dir"])
+	script := `set -e
+d=` + d + `; b=` + BeforeRestoreDir + `
+rm -rf "$b"; mkdir -p "$b"
+if [ -d "$d/member" ]; then mv "$d/member" "$b/"; fi
+mkdir -p "$d"; chmod 700 "$d"
+tar xzf ` + upload + ` -C "$d"
+rm -f ` + upload
+	if _, err := mustRun(ctx, s, "putting the restored data in place", script); err != nil {
+		return err
+	}
+	t.logf("%s: restored data in %s (the old data kept in %s)", s.Name, s.flags["data-dir"], BeforeRestoreDir)
+	if err := putBack(ctx, s, "etcd"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 3*time.Minute, "the restored etcd member", func() error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		cli, err := etcdclient.ThroughSSH(cctx, s.c)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		h, err := MemberHealth(cctx, cli)
+		if err != nil {
+			return err
+		}
+		if !h.Healthy() || h.ClusterID != newID {
+			return fmt.Errorf("cluster %x, leader %x", h.ClusterID, h.Leader)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	t.logf("%s: etcd runs as the one member of cluster %x", s.Name, newID)
+	if err := putBack(ctx, s, controlPlanePods[1:]...); err != nil {
+		return err
+	}
+	return waitAPI(ctx, s)
+}
+
+func putBack(ctx context.Context, s *nodeState, pods ...string) error {
+	_, err := mustRun(ctx, s, "putting back "+strings.Join(pods, ", "), "set -e\n"+backScript(pods...))
+	return err
+}
+
+// waitAPI waits for the node's own apiserver to be ready.
+func waitAPI(ctx context.Context, s *nodeState) error {
+	addr := "https://" + net.JoinHostPort(s.Address, "6443")
+	if u := s.flags["advertise-client-urls"]; u != "" {
+		if h, _, err := net.SplitHostPort(strings.TrimPrefix(strings.Split(u, ",")[0], "https://")); err == nil {
+			addr = "https://" + net.JoinHostPort(h, "6443")
+		}
+	}
+	return waitFor(ctx, 4*time.Minute, s.Name+"'s apiserver", func() error {
+		return queryOK(ctx, s, "kubectl --kubeconfig "+adminConf+" --server "+addr+" get --raw=/readyz")
+	})
+}
+
+// readd makes a set-up control-plane node a fresh member of the restored
+// cluster, as kubeadm's join does: its old data moved aside, the member
+// added as a learner, its manifest listing the members with
+// --initial-cluster-state=existing, and promoted once it caught up; then
+// the rest of its control plane back.
+func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) error {
+	d := quote(s.flags["data-dir"])
+	if _, err := mustRun(ctx, s, "moving its old etcd data aside",
+		`set -e; b=`+BeforeRestoreDir+`; rm -rf "$b"; mkdir -p "$b"; if [ -d `+d+`/member ]; then mv `+d+`/member "$b/"; fi`); err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resp, err := cli.MemberAddAsLearner(actx, []string{s.peerURL()})
+	cancel()
+	if err != nil {
+		return err
+	}
+	var cluster []string
+	for _, m := range resp.Members {
+		name := m.Name
+		if m.ID == resp.Member.ID {
+			name = s.flags["name"]
+		}
+		for _, u := range m.PeerURLs {
+			cluster = append(cluster, name+"="+u)
+		}
+	}
+	manifest, err := joiningManifest(s.manifest, strings.Join(cluster, ","))
+	if err != nil {
+		return err
+	}
+	if err := s.c.Upload(ctx, manifestDir+"/etcd.yaml", manifest, 0o600); err != nil {
+		return err
+	}
+	if _, err := mustRun(ctx, s, "removing its set-aside etcd manifest", "rm -f "+AsideDir+"/etcd.yaml"); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 3*time.Minute, "its member to catch up and be promoted", func() error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := cli.MemberPromote(pctx, resp.Member.ID)
+		return err
+	}); err != nil {
+		return err
+	}
+	t.logf("%s: a voting member again (etcd member %x)", s.Name, resp.Member.ID)
+	if err := putBack(ctx, s, controlPlanePods[1:]...); err != nil {
+		return err
+	}
+	return waitAPI(ctx, s)
+}
+
+func mustRun(ctx context.Context, s *nodeState, what, cmd string) (string, error) {
+	r, err := s.c.Run(ctx, cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", s.Name, what, err)
+	}
+	if r.ExitCode != 0 {
+		return "", fmt.Errorf("%s: %s failed (exit %d): %s", s.Name, what, r.ExitCode, strings.TrimSpace(string(r.Stdout)+string(r.Stderr)))
+	}
+	return string(r.Stdout), nil
+}
+
+func queryOK(ctx context.Context, s *nodeState, cmd string) error {
+	r, err := s.c.Query(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if r.ExitCode != 0 {
+		return fmt.Errorf("exit %d: %s", r.ExitCode, strings.TrimSpace(string(r.Stderr)))
+	}
+	return nil
+}
+
+func waitFor(ctx context.Context, bound time.Duration, what string, fn func() error) error {
+	deadline := time.Now().Add(bound)
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited %s for %s: %w", bound, what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Rejoin makes a set-up control-plane node that was unreachable during a
+// restore (its etcd member still of the lost cluster) a fresh member of
+// the running cluster: its control plane set aside, its data moved aside,
+// then as Restore re-adds members. Refused while the node's member is
+// part of the running cluster, or without a healthy member to add it
+// through.
+func Rejoin(ctx context.Context, t Target, name string) error {
+	if n, ok := t.Inventory.Node(name); !ok || !n.IsControlPlane() {
+		return fmt.Errorf("%s is not a control-plane node of the inventory", name)
+	}
+	want, err := t.pins()
+	if err != nil {
+		return err
+	}
+	nodes := t.connect(ctx)
+	defer closeAll(nodes)
+	var s *nodeState
+	var cli *clientv3.Client
+	for _, n := range nodes {
+		if n.c == nil {
+			if n.Name == name {
+				return fmt.Errorf("%s is unreachable: %v", name, n.err)
+			}
+			continue
+		}
+		if _, err := sameCAs(ctx, n, want); err != nil {
+			return err
+		}
+		st, err := t.probe(ctx, n)
+		if err != nil {
+			return err
+		}
+		if n.Name == name {
+			s = st
+			continue
+		}
+		if cli == nil && st.health != nil && st.health.Healthy() {
+			if cli, err = etcdclient.ThroughSSH(ctx, n.c); err != nil {
+				return err
+			}
+			defer cli.Close()
+		}
+	}
+	if !s.member() {
+		return fmt.Errorf("%s holds no set-up control plane: homelab up joins it", name)
+	}
+	if cli == nil {
+		return fmt.Errorf("no other control-plane node's etcd member is healthy: nothing to rejoin %s to (homelab etcd restore first)", name)
+	}
+	_, members, err := Members(ctx, cli)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.Name == s.flags["name"] || m.PeerURL == s.peerURL() {
+			return fmt.Errorf("%s is a member of the running etcd cluster already (%s): nothing to rejoin", name, m.ID)
+		}
+	}
+	if err := stopControlPlane(ctx, s); err != nil {
+		return err
+	}
+	return t.readd(ctx, cli, s)
+}

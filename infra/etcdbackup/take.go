@@ -1,0 +1,207 @@
+package etcdbackup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"encoding/json"
+
+	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
+)
+
+// Take saves a snapshot of the cluster into path through the first
+// control-plane node (or from) whose etcd member is healthy: its CAs
+// checked against the bundle first, then Save.
+func Take(ctx context.Context, t Target, path, from string) (*Metadata, error) {
+	if from != "" {
+		if n, ok := t.Inventory.Node(from); !ok || !n.IsControlPlane() {
+			return nil, fmt.Errorf("--from %s: not a control-plane node of the inventory", from)
+		}
+	}
+	want, err := t.pins()
+	if err != nil {
+		return nil, err
+	}
+	nodes := t.connect(ctx)
+	defer closeAll(nodes)
+	var problems []string
+	for _, n := range nodes {
+		if from != "" && n.Name != from {
+			continue
+		}
+		if n.c == nil {
+			problems = append(problems, fmt.Sprintf("%s unreachable (%v)", n.Name, n.err))
+			continue
+		}
+		if _, err := sameCAs(ctx, n, want); err != nil {
+			return nil, err
+		}
+		meta, err := func() (*Metadata, error) {
+			cli, err := etcdclient.ThroughSSH(ctx, n.c)
+			if err != nil {
+				return nil, err
+			}
+			defer cli.Close()
+			return Save(ctx, cli, path, Metadata{Cluster: t.Inventory.Cluster.Name, Node: n.Name, EtcdCA: want.etcd, ClusterCA: want.cluster})
+		}()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", n.Name, err))
+			continue
+		}
+		if err := t.record(meta.ClusterID, "snapshot"); err != nil {
+			t.logf("warning: the cluster history %s: %v", t.History, err)
+		}
+		return meta, nil
+	}
+	return nil, fmt.Errorf("no snapshot taken: %s", strings.Join(problems, "; "))
+}
+
+// onNode is a snapshot a node's timer saved.
+type onNode struct {
+	node *node
+	name string // snapshot-...db
+	at   time.Time
+}
+
+// NodeSnapshots lists a node's scheduled snapshots, newest first, with
+// their modification times: read-only.
+func listOnNode(ctx context.Context, n *node) ([]onNode, error) {
+	r, err := n.c.Query(ctx, "cd "+etcdsnapshot.Dir+" 2>/dev/null || exit 0; for f in $(ls -1 | grep -E '"+etcdsnapshot.NamePattern+"'); do echo \"$(stat -c %Y \"$f\") $f\"; done")
+	if err != nil {
+		return nil, err
+	}
+	var out []onNode
+	for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
+		ts, name, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		sec, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, onNode{node: n, name: name, at: time.Unix(sec, 0)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name > out[j].name })
+	return out, nil
+}
+
+// etcdctlStatus is what the node's script saved beside a snapshot.
+type etcdctlStatus struct {
+	Status []struct {
+		Status struct {
+			Header struct {
+				ClusterID json.Number `json:"cluster_id"`
+				MemberID  json.Number `json:"member_id"`
+			} `json:"header"`
+		} `json:"Status"`
+	} `json:"status"`
+	Members *struct {
+		Members []struct {
+			ID        json.Number `json:"ID"`
+			Name      string      `json:"name"`
+			PeerURLs  []string    `json:"peerURLs"`
+			IsLearner bool        `json:"isLearner"`
+		} `json:"members"`
+	} `json:"members"`
+}
+
+func hexOf(n json.Number) string {
+	v, err := strconv.ParseUint(n.String(), 10, 64)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x", v)
+}
+
+// Fetch copies the newest snapshot the control-plane nodes' timers saved
+// to out (a file, or a directory to put it in under its node's name),
+// checks it and writes its metadata beside it.
+func Fetch(ctx context.Context, t Target, out string) (*Metadata, string, error) {
+	want, err := t.pins()
+	if err != nil {
+		return nil, "", err
+	}
+	nodes := t.connect(ctx)
+	defer closeAll(nodes)
+	var newest *onNode
+	var problems []string
+	for _, n := range nodes {
+		if n.c == nil {
+			problems = append(problems, fmt.Sprintf("%s unreachable (%v)", n.Name, n.err))
+			continue
+		}
+		list, err := listOnNode(ctx, n)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", n.Name, err))
+			continue
+		}
+		if len(list) > 0 && (newest == nil || list[0].name > newest.name) {
+			newest = &list[0]
+		}
+	}
+	if newest == nil {
+		return nil, "", fmt.Errorf("no control-plane node holds a scheduled snapshot in %s (cluster.etcd.snapshots set? the timer ran?)%s", etcdsnapshot.Dir, joinProblems(problems))
+	}
+	n := newest.node
+	if _, err := sameCAs(ctx, n, want); err != nil {
+		return nil, "", err
+	}
+	src := etcdsnapshot.Dir + "/" + newest.name
+	data, err := n.c.Read(ctx, src)
+	if err != nil {
+		return nil, "", err
+	}
+	if fi, err := os.Stat(out); out == "" || err == nil && fi.IsDir() {
+		out = filepath.Join(out, t.Inventory.Cluster.Name+"-"+n.Name+"-"+newest.name)
+	}
+	if err := writeAtomic(out, data, 0o600); err != nil {
+		return nil, "", err
+	}
+	st, err := Check(out, false)
+	if err != nil {
+		os.Remove(out)
+		return nil, "", fmt.Errorf("%s:%s: %w", n.Name, src, err)
+	}
+	if sum, err := n.c.Read(ctx, src+".sha256"); err == nil && !strings.HasPrefix(string(sum), st.SHA256) {
+		os.Remove(out)
+		return nil, "", fmt.Errorf("%s:%s does not match its %s.sha256: damaged on the node", n.Name, src, newest.name)
+	}
+	meta := &Metadata{Cluster: t.Inventory.Cluster.Name, Node: n.Name, Revision: st.Revision, TotalKeys: st.TotalKey,
+		TakenAt: newest.at.UTC(), Size: st.Size, SHA256: st.SHA256, StorageVersion: st.Version, EtcdCA: want.etcd, ClusterCA: want.cluster}
+	if raw, err := n.c.Read(ctx, strings.TrimSuffix(src, ".db")+etcdsnapshot.EtcdStatusSuffix); err == nil {
+		var s etcdctlStatus
+		if json.Unmarshal(raw, &s) == nil {
+			if len(s.Status) > 0 {
+				meta.ClusterID, meta.MemberID = hexOf(s.Status[0].Status.Header.ClusterID), hexOf(s.Status[0].Status.Header.MemberID)
+			}
+			if s.Members != nil {
+				for _, m := range s.Members.Members {
+					peer := ""
+					if len(m.PeerURLs) > 0 {
+						peer = m.PeerURLs[0]
+					}
+					meta.Members = append(meta.Members, Member{ID: hexOf(m.ID), Name: m.Name, PeerURL: peer, Learner: m.IsLearner})
+				}
+			}
+		}
+	}
+	if err := writeSidecars(out, meta); err != nil {
+		return nil, "", err
+	}
+	return meta, out, nil
+}
+
+func joinProblems(ps []string) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(ps, "; ")
+}

@@ -1,0 +1,45 @@
+package etcdclient
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// Files on a kubeadm control-plane node the client is made from: the etcd
+// CA the servers are verified against and the apiserver's etcd client
+// certificate, which etcd grants everything (kubeadm runs etcd without
+// auth, certificates are the access control).
+const (
+	NodeCA         = "/etc/kubernetes/pki/etcd/ca.crt"
+	NodeClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt"
+	NodeClientKey  = "/etc/kubernetes/pki/apiserver-etcd-client.key"
+	// LocalEndpoint is the member's client URL on the node's loopback,
+	// where kubeadm's etcd always listens.
+	LocalEndpoint = "https://127.0.0.1:2379"
+)
+
+// ThroughSSH returns a client of the etcd member on the node c is
+// connected to, reached through the SSH connection (a tunnel to its
+// loopback client port) with the credentials read from the node. Requests
+// go to that one member: with quorum lost, its local answers (Status, a
+// serializable read, a snapshot) still come back.
+func ThroughSSH(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
+	var files [3][]byte
+	for i, p := range []string{NodeCA, NodeClientCert, NodeClientKey} {
+		data, err := c.Read(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		files[i] = data
+	}
+	pair, err := tls.X509KeyPair(files[1], files[2])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", NodeClientCert, err)
+	}
+	return New(ctx, []string{LocalEndpoint}, files[0], pair, c.DialContext)
+}

@@ -1,0 +1,100 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// runsDir holds a detached run per step on the node: its pid while it
+// runs, then its exit code and output until this provider collects them.
+const runsDir = "/var/lib/homelab/runs"
+
+// detachedBound is how long a detached step may take before the provider
+// stops waiting (the step itself goes on on the node).
+const detachedBound = 15 * time.Minute
+
+// runDetached runs cmd on the node in its own session, so that neither a
+// dropped SSH connection nor a killed `up` kills it half-way (a kubeadm or
+// apt run cut short leaves a node that needs a reset). A step already
+// running under the same name (an earlier up cut off while waiting for
+// it) is waited for instead of started again, and one that finished
+// without anyone collecting its result is collected: the same command
+// never runs twice at once, and a result is never lost.
+//
+// The wait ignores cancellation (the user's first Ctrl-C lets running
+// node steps finish); the bound still applies.
+func runDetached(ctx context.Context, c *ssh.Client, node, name, what, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
+	defer cancel()
+	d := runsDir + "/" + name
+	sum := sha256.Sum256([]byte(cmd))
+	tag := hex.EncodeToString(sum[:8])
+	start := `set -e
+d=` + quote(d) + `
+mkdir -p "$d"
+if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running; exit 0; fi
+if [ -f "$d/rc" ] && [ "$(cat "$d/tag" 2>/dev/null)" = ` + tag + ` ]; then echo finished; exit 0; fi
+rm -f "$d/rc" "$d/out" "$d/pid"
+echo ` + tag + ` > "$d/tag"
+setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; sh -c "$1" > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + quote(cmd) + ` </dev/null >/dev/null 2>&1 &
+echo started`
+	out, err := must(ctx, c, node, what, start)
+	if err != nil {
+		return "", err
+	}
+	switch strings.TrimSpace(out) {
+	case "running":
+		p.GetLogger(ctx).Warningf("%s: %s is still running from an earlier up; waiting for it", node, what)
+	case "finished":
+		p.GetLogger(ctx).Infof("%s: %s finished after an earlier up stopped waiting; using its result", node, what)
+	}
+	return awaitDetached(ctx, c, node, what, d)
+}
+
+// awaitDetached polls for the run's exit code, then collects (removes) it.
+func awaitDetached(ctx context.Context, c *ssh.Client, node, what, d string) (string, error) {
+	poll := `d=` + quote(d) + `
+if [ -f "$d/rc" ]; then echo "rc=$(cat "$d/rc")"; cat "$d/out" 2>/dev/null
+elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running
+elif [ -f "$d/pid" ]; then echo lost
+else echo starting; fi`
+	for lost := 0; ; {
+		out, _, err := query(ctx, c, poll)
+		if err != nil {
+			return "", fmt.Errorf("%s: waiting for %s: %w", node, what, err)
+		}
+		first, rest, _ := strings.Cut(out, "\n")
+		switch {
+		case strings.HasPrefix(first, "rc="):
+			rc, _ := strconv.Atoi(strings.TrimPrefix(first, "rc="))
+			if _, err := c.Run(ctx, "rm -rf "+quote(d)); err != nil {
+				p.GetLogger(ctx).Warningf("%s: removing %s: %v", node, d, err)
+			}
+			if rc != 0 {
+				return "", fmt.Errorf("%s: %s failed (exit %d):\n%s", node, what, rc, tail(redact(rest), 40))
+			}
+			return rest, nil
+		case first == "lost":
+			// Its process is gone without an exit code: the node rebooted
+			// under it. Give a racing start a moment, then say so.
+			if lost++; lost > 3 {
+				_, _ = c.Run(ctx, "rm -rf "+quote(d))
+				return "", fmt.Errorf("%s: %s stopped without finishing (the node rebooted?): run up again", node, what)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s: %s still runs after %s: %w", node, what, detachedBound, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}

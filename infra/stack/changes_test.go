@@ -1,0 +1,57 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	members := func(names ...string) []any {
+		var out []any
+		for _, n := range names {
+			out = append(out, map[string]any{"name": n, "peerURL": "https://x:2380"})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		change     Change
+		old, new   map[string]any
+		node, says string // "" says: not destructive
+	}{
+		{Change{Type: "homelab:index:KubeadmJoin", Name: "cp-3", Op: "delete"}, map[string]any{"controlPlane": true}, nil, "cp-3", "etcd member"},
+		{Change{Type: "homelab:index:KubeadmJoin", Name: "gpu-2", Op: "delete"}, map[string]any{"controlPlane": false}, nil, "gpu-2", "pods are evicted"},
+		{Change{Type: "homelab:index:KubeadmJoin", Name: "gpu-2", Op: "delete-replaced"}, map[string]any{}, nil, "gpu-2", "resets"},
+		{Change{Type: "homelab:index:KubeadmJoin", Name: "gpu-2", Op: "update"}, map[string]any{}, nil, "", ""},
+		{Change{Type: "homelab:index:EtcdMembers", Name: "etcd", Op: "update"},
+			map[string]any{"live": members("cp-1", "cp-2", "cp-3")}, map[string]any{"members": members("cp-1", "cp-2")}, "cp-3", "removes etcd member cp-3"},
+		{Change{Type: "homelab:index:EtcdMembers", Name: "etcd", Op: "update"},
+			map[string]any{"live": members("cp-1", "cp-2")}, map[string]any{"members": members("cp-1", "cp-2", "cp-3")}, "", ""},
+		{Change{Type: "homelab:index:File", Name: "cp-2:/etc/kubernetes/pki/etcd/ca.key", Op: "delete"}, nil, nil, "cp-2", "ca.key"},
+		{Change{Type: "homelab:index:File", Name: "cp-2:/etc/kubernetes/encryption/config.yaml", Op: "delete"}, nil, nil, "cp-2", "encryption"},
+		{Change{Type: "homelab:index:File", Name: "gpu-1:/etc/netplan/60-homelab.yaml", Op: "delete"}, nil, nil, "", ""},
+	} {
+		got := classify(c.change, c.old, c.new)
+		if got.Node != c.node || !strings.Contains(got.Destroys, c.says) || (c.says == "") != (got.Destroys == "") {
+			t.Errorf("%v: node %q destroys %q, want %q %q", c.change, got.Node, got.Destroys, c.node, c.says)
+		}
+		if got.Destroys != "" && !strings.Contains(got.String(), "--allow-destroy "+c.node) {
+			t.Errorf("%v: %q does not name the consent", c.change, got)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	err := errString("error: update failed\n  homelab:index:KubeadmJoin (gpu-3):\n    error: DESTRUCTIVE, refused: resetting the node on gpu-3 would reset a node. Nothing was changed for it. If that is ...\n" +
+		"    error: DESTRUCTIVE, refused: resetting the node on gpu-3 would reset a node. Nothing was changed for it. If ...\n")
+	got := Refusals(err)
+	if len(got) != 1 || !strings.Contains(got[0], "gpu-3") || strings.Contains(got[0], "Nothing was changed") {
+		t.Errorf("Refusals: %q", got)
+	}
+	if Refusals(nil) != nil || len(Refusals(errString("error: something else"))) != 0 {
+		t.Error("refusals where there are none")
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
