@@ -69,6 +69,10 @@ type DataplaneArgs struct {
 	Release      string `pulumi:"release"`
 	Namespace    string `pulumi:"namespace"`
 	TimeoutSec   int    `pulumi:"timeoutSeconds,optional"`
+	// Wait is no longer used (every swap waits for kube-proxy ready);
+	// stacks made by earlier versions hold it, and infer refuses state
+	// with a key no field takes.
+	Wait string `pulumi:"wait,optional"`
 }
 
 type DataplaneState struct {

@@ -253,6 +253,7 @@ func (d *DataplaneArgs) Annotate(a infer.Annotator) {
 	a.Describe(&d.Release, "The Helm release's name.")
 	a.Describe(&d.Namespace, "The Helm release's namespace.")
 	a.Describe(&d.TimeoutSec, "How long each wait may take, in seconds.")
+	a.Describe(&d.Wait, "No longer used (stacks made by earlier versions hold it).")
 }
 
 func (d *DataplaneState) Annotate(a infer.Annotator) {
