@@ -3,6 +3,7 @@ module github.com/homelab-dev/homelab
 go 1.26.6
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/agext/levenshtein v1.2.3
 	github.com/bramvdbogaerde/go-scp v1.6.1
 	github.com/coreos/go-systemd/v22 v22.5.0
@@ -31,7 +32,6 @@ require (
 	cel.dev/expr v0.25.3 // indirect
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
-	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect

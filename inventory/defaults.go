@@ -57,6 +57,7 @@ func (inv *Inventory) ApplyDefaults() {
 	}
 	setString(&c.KubeProxy.Replacement, ReplacementNone)
 	setString(&c.KubeProxy.Mode, DefaultKubeProxyMode)
+	setString(&c.CNI, CNICilium)
 	setString(&c.CRISocket, DefaultCRISocket)
 	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
 	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)

@@ -27,6 +27,13 @@ const (
 	ReplacementCilium = "cilium"
 )
 
+// Pod networks (cluster.cni): Cilium, installed by homelab, or none (the
+// user brings their own).
+const (
+	CNICilium = "cilium"
+	CNINone   = "none"
+)
+
 // Inventory is the declared homelab. Field names are a contract with users'
 // files: rename nothing without a migration.
 type Inventory struct {
@@ -42,10 +49,13 @@ type Cluster struct {
 	VRRP              VRRP      `json:"vrrp" yaml:"vrrp"`
 	Network           Network   `json:"network" yaml:"network"`
 	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
-	Cilium            Cilium    `json:"cilium,omitempty" yaml:"cilium"`
-	GPU               GPU       `json:"gpu" yaml:"gpu"`
-	Etcd              Etcd      `json:"etcd,omitempty" yaml:"etcd"`
-	ExtraSANs         []string  `json:"extraSANs,omitempty" yaml:"extraSANs"`
+	// CNI is the pod network: cilium (default) or none, for a pod network
+	// the user installs (nodes stay NotReady until one runs).
+	CNI       string   `json:"cni" yaml:"cni"`
+	Cilium    Cilium   `json:"cilium,omitempty" yaml:"cilium"`
+	GPU       GPU      `json:"gpu" yaml:"gpu"`
+	Etcd      Etcd     `json:"etcd,omitempty" yaml:"etcd"`
+	ExtraSANs []string `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
 }

@@ -81,6 +81,18 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 		ps.errorf("cluster.kubeProxy.mode", "%q is not a kube-proxy mode (kubeadm would accept it and kube-proxy would fail); use iptables, ipvs or nftables", c.KubeProxy.Mode)
 	}
 
+	switch c.CNI {
+	case CNICilium:
+	case CNINone:
+		if c.KubeProxy.Replacement == ReplacementCilium {
+			ps.errorf("cluster.cni", "none leaves no Cilium to replace kube-proxy (cluster.kubeProxy.replacement: cilium); use cni: cilium, or replacement: none")
+		} else {
+			ps.warnf("cluster.cni", "none: homelab installs no pod network, so every node stays NotReady (container runtime network not ready) until you install one")
+		}
+	default:
+		ps.errorf("cluster.cni", "%q is not a pod network homelab installs; use cilium, or none to install your own", c.CNI)
+	}
+
 	if ch := c.Cilium.Chart; ch != "" {
 		if !strings.HasSuffix(ch, ".tgz") && !strings.HasSuffix(ch, ".tar.gz") {
 			ps.errorf("cluster.cilium.chart", "%q is not a chart archive; give the .tgz `helm pull cilium/cilium --version X` writes", ch)

@@ -179,6 +179,8 @@ func TestBadInventories(t *testing.T) {
 		{name: "port range", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["port"] = 70000 }, want: []string{"cluster.endpoint.port"}},
 		{name: "kube-proxy mode", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["mode"] = "bogus" }, want: []string{"cluster.kubeProxy.mode"}},
 		{name: "kube-proxy replacement", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["replacement"] = "calico" }, want: []string{"cluster.kubeProxy.replacement"}},
+		{name: "cni", mutate: func(m map[string]any) { at(m, "cluster")["cni"] = "calico" }, want: []string{"cluster.cni"}},
+		{name: "no CNI to replace kube-proxy", mutate: func(m map[string]any) { at(m, "cluster")["cni"] = "none" }, want: []string{"cluster.cni"}},
 		{name: "extra SAN bad IP", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"10.0.0.999"} }, want: []string{"cluster.extraSANs[0]"}},
 		{name: "extra SAN bad name", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"k8s.home", "not a name"} }, want: []string{"cluster.extraSANs[1]"}},
 		{name: "cri socket", mutate: func(m map[string]any) { at(m, "cluster")["criSocket"] = "tcp://10.0.0.1:1234" }, want: []string{"cluster.criSocket"}},
@@ -286,6 +288,10 @@ func TestWarnings(t *testing.T) {
 			at(m, "cluster.kubeProxy")["replacement"] = "none"
 		}, []string{"cluster.endpoint.layout"}},
 		{"untested version", func(m map[string]any) { at(m, "cluster")["kubernetesVersion"] = "v1.33.2" }, []string{"cluster.kubernetesVersion"}},
+		{"bring your own CNI", func(m map[string]any) {
+			at(m, "cluster")["cni"] = "none"
+			at(m, "cluster.kubeProxy")["replacement"] = "none"
+		}, []string{"cluster.cni"}},
 		{"gpu on control plane", func(m map[string]any) { at(m, "nodes.0")["gpus"] = map[string]any{"vendor": "nvidia"} }, []string{"nodes[0].gpus"}},
 		{"device plugin with no GPU node", func(m map[string]any) {
 			at(m, "cluster")["gpu"] = map[string]any{"devicePlugin": map[string]any{"enabled": true}}

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/inventory"
@@ -63,45 +61,42 @@ func acceptHostKey(ctx context.Context, cmd *cobra.Command, inv *inventory.Inven
 		port = 22
 	}
 	addr := net.JoinHostPort(n.Address, strconv.Itoa(port))
-	key, err := hostkeys.Live(ctx, hostkeys.DialFunc(dialer()), addr)
-	if err != nil {
-		return err
-	}
 	file := inv.SSH.KnownHosts
 	hosts := hostkeys.Hosts(n.Name, n.Address, port)
-	old, err := hostkeys.Known(file, hosts)
+	out := cmd.OutOrStdout()
+	show := func(s hostkeys.Shown) {
+		fmt.Fprintf(out, "%s (%s) shows %s key %s\n", n.Name, addr, s.Key.Type(), s.Fingerprint)
+		if len(s.Known) == 0 {
+			fmt.Fprintf(out, "%s has no key for it yet\n", file)
+		} else {
+			fmt.Fprintf(out, "%s has %s\n", file, strings.Join(s.Known, ", "))
+		}
+	}
+	confirm := func(s hostkeys.Shown) error {
+		show(s)
+		switch {
+		case fingerprint != "":
+			return hostkeys.MatchFingerprint(fingerprint)(s)
+		case isTerminal(os.Stdin):
+			fmt.Fprintf(out, "Compare it with the machine's own (on its console: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub).\nTrust this key for %s? Type yes: ", n.Name)
+			answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+			if strings.TrimSpace(answer) != "yes" {
+				return fmt.Errorf("not accepted")
+			}
+			return nil
+		default:
+			return fmt.Errorf("refusing to accept a host key without confirmation: run on a terminal, or pass --fingerprint %s after checking it on the machine", s.Fingerprint)
+		}
+	}
+	s, err := hostkeys.Accept(ctx, hostkeys.DialFunc(dialer()), file, hosts, addr, confirm)
 	if err != nil {
 		return err
 	}
-	got := gossh.FingerprintSHA256(key)
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "%s (%s) shows %s key %s\n", n.Name, addr, key.Type(), got)
-	if len(old) == 0 {
-		fmt.Fprintf(out, "%s has no key for it yet\n", file)
-	} else {
-		fmt.Fprintf(out, "%s has %s\n", file, strings.Join(old, ", "))
-	}
-	if slices.Contains(old, got) && len(old) == 1 {
+	if s.Trusted() {
+		show(s)
 		fmt.Fprintln(out, "already trusted: nothing to do")
 		return nil
 	}
-	switch {
-	case fingerprint != "":
-		if fingerprint != got {
-			return fmt.Errorf("refusing: the node shows %s, not the fingerprint you gave (%s): it is not the machine you checked", got, fingerprint)
-		}
-	case isTerminal(os.Stdin):
-		fmt.Fprintf(out, "Compare it with the machine's own (on its console: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub).\nTrust this key for %s? Type yes: ", n.Name)
-		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		if strings.TrimSpace(answer) != "yes" {
-			return fmt.Errorf("not accepted")
-		}
-	default:
-		return fmt.Errorf("refusing to accept a host key without confirmation: run on a terminal, or pass --fingerprint %s after checking it on the machine", got)
-	}
-	if err := hostkeys.Replace(file, hosts, key); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s now trusts %s for %s (%s)\n", file, got, n.Name, strings.Join(hosts, ", "))
+	fmt.Fprintf(out, "%s now trusts %s for %s (%s)\n", file, s.Fingerprint, n.Name, strings.Join(hosts, ", "))
 	return nil
 }

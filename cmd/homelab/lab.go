@@ -127,7 +127,7 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 				return err
 			}
 			sshArgs := []string{"ssh", "-i", l.KeyPath(),
-				"-o", "UserKnownHostsFile=" + l.KnownHostsPath(),
+				"-o", "UserKnownHostsFile=" + l.LabKnownHostsPath(),
 				"-o", "GlobalKnownHostsFile=/dev/null",
 				"-o", "StrictHostKeyChecking=yes",
 				"-o", "IdentitiesOnly=yes",
@@ -233,7 +233,7 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 	}
 	replace := &cobra.Command{
 		Use:   "replace NODE",
-		Short: "Swap a node's hardware: blank disk, new host key, new MAC, same name and address",
+		Short: "Swap a node's hardware: blank disk, new host key, new MAC, same name and address (the provisioner's known_hosts keeps the old key: accept the new one with homelab hosts accept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := open(cmd)
@@ -243,7 +243,13 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 			if err := l.Replace(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			return printStatus(cmd.Context(), cmd.OutOrStdout(), l, false)
+			if err := printStatus(cmd.Context(), cmd.OutOrStdout(), l, false); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\n%s is a new machine: %s still has its old host key, so homelab refuses it until you accept the new one\n"+
+				"(its console: homelab lab ssh %s ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub; then homelab hosts accept %s -f FILE --fingerprint SHA256:...)\n",
+				args[0], l.KnownHostsPath(), args[0], args[0])
+			return nil
 		},
 	}
 	readdress := &cobra.Command{
@@ -341,9 +347,9 @@ func printStatus(ctx context.Context, w io.Writer, l *lab.Lab, howTo bool) error
 Reach the nodes (lab addresses exist only inside the lab's namespaces):
   homelab lab ssh NODE [COMMAND]      e.g. homelab lab ssh %s hostname
   homelab lab exec -- COMMAND         runs in %s, e.g. kubectl, curl -k https://%s:6443/readyz
-  SSH key %s, known_hosts %s, user %s
+  SSH key %s, the provisioner's known_hosts %s (the lab's own: %s), user %s
   from Go: lab.Dialer (client-go rest.Config.Dial, grpc.WithContextDialer, ssh.NewClientConn)
-`, st.Nodes[0].Name, lab.GatewayNetns, firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), s.SSHUser)
+`, st.Nodes[0].Name, lab.GatewayNetns, firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), l.LabKnownHostsPath(), s.SSHUser)
 	}
 	return nil
 }

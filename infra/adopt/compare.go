@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
 
@@ -32,6 +33,7 @@ const (
 	CheckKeepalived = "keepalived"
 	CheckEncryption = "encryption"
 	CheckKubeadm    = "kubeadm"
+	CheckCNI        = "pod network"
 )
 
 // Check is one row: what was compared where, its status, what was found,
@@ -118,6 +120,20 @@ func VRRPKept(inv *inventory.Inventory, live *Live) (password, node string) {
 	return "", ""
 }
 
+// cniStatus compares a node's pod network with cluster.cni.
+func cniStatus(cni string, f *NodeFacts) (Status, string, string) {
+	switch {
+	case f.CNIErr != nil && cni == inventory.CNINone:
+		return Differs, "no pod network (the node is NotReady)", "cluster.cni is none: install your pod network"
+	case f.CNIErr != nil:
+		return OK, "none yet (the node is NotReady)", "up installs Cilium, whose agent writes " + cilium.ConfigFile
+	case cni != inventory.CNINone && f.CNI.File != cilium.ConfigFile:
+		return Differs, fmt.Sprintf("another pod network runs here: the runtime loads %s (network %q)", f.CNI.File, f.CNI.Name),
+			"up would install Cilium over it: set cluster.cni: none to keep yours"
+	}
+	return OK, fmt.Sprintf("%s (network %q)", f.CNI.File, f.CNI.Name), ""
+}
+
 // OurKeyName is the name roles/kubeadm gives the secretbox key in the
 // EncryptionConfiguration it renders.
 const OurKeyName = "homelab"
@@ -183,6 +199,15 @@ func Compare(inv *inventory.Inventory, live *Live, plan []NodePlan) []Check {
 		case !declared || !n.IsControlPlane():
 			add(CheckEtcd, m.Name, Differs, fmt.Sprintf("member %s (%s) is not a declared control-plane node", m.Name, m.PeerURL),
 				"up REMOVES this member (EtcdMembers): declare the node as a control-plane node if it is a live one")
+		}
+	}
+
+	// The pod network: up installs Cilium, which must not land on top of
+	// another CNI the cluster already runs.
+	for _, n := range inv.Nodes {
+		if f := live.Nodes[n.Name]; f != nil && f.CNIRead {
+			st, detail, change := cniStatus(inv.Cluster.CNI, f)
+			add(CheckCNI, n.Name, st, detail, change)
 		}
 	}
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/stack"
@@ -302,6 +303,30 @@ func TestPrepareRefusesBadFrom(t *testing.T) {
 		_, err := Prepare(t.Context(), Target{Inventory: inv, From: from})
 		if err == nil || !strings.Contains(err.Error(), "--from "+from) {
 			t.Errorf("--from %s: %v", from, err)
+		}
+	}
+}
+
+// Cilium must not be installed over another pod network the cluster runs.
+func TestCNIStatus(t *testing.T) {
+	flannel := &NodeFacts{CNIRead: true, CNI: cniconf.Network{File: "10-flannel.conflist", Name: "cbr0"}}
+	ciliums := &NodeFacts{CNIRead: true, CNI: cniconf.Network{File: "05-cilium.conflist", Name: "cilium"}}
+	none := &NodeFacts{CNIRead: true, CNIErr: cniconf.ErrNotInitialized}
+	for _, tc := range []struct {
+		cni  string
+		f    *NodeFacts
+		want Status
+		says string
+	}{
+		{"cilium", flannel, Differs, "cluster.cni: none"},
+		{"cilium", ciliums, OK, ""},
+		{"cilium", none, OK, "up installs Cilium"},
+		{"none", flannel, OK, ""},
+		{"none", none, Differs, "install your pod network"},
+	} {
+		st, _, change := cniStatus(tc.cni, tc.f)
+		if st != tc.want || !strings.Contains(change, tc.says) {
+			t.Errorf("cni %s, %+v: %s %q", tc.cni, tc.f.CNI, st, change)
 		}
 	}
 }

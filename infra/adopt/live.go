@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/provider"
@@ -68,6 +69,11 @@ type NodeFacts struct {
 	APIServerCert *x509.Certificate
 	// Keepalived is a control-plane node's keepalived.conf.
 	Keepalived []byte
+	// CNI is the network its runtime loads from /etc/cni/net.d (when
+	// CNIRead; CNIErr says why there is none).
+	CNI     cniconf.Network
+	CNIErr  error
+	CNIRead bool
 }
 
 // HasKubeadmFiles reports whether kubeadm left anything on the node (the
@@ -200,6 +206,7 @@ func probeNode(ctx context.Context, c *ssh.Client, n inventory.Node) (*NodeFacts
 	if f.CACert, err = readOptional(ctx, c, PKIDir+"/ca.crt"); err != nil {
 		return nil, err
 	}
+	f.CNI, f.CNIErr, f.CNIRead = doctor.CNI(ctx, c)
 	if !n.IsControlPlane() {
 		return f, nil
 	}

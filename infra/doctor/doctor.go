@@ -108,7 +108,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
+var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
 
 func rank(check string) int {
 	for i, c := range order {
@@ -183,7 +183,8 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 			d.checkSnapshots(n, f)
 		}
 	}
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); d.checkNodesReady(ctx) }()
 	go func() { defer wg.Done(); d.checkAPITLS(ctx) }()
 	go func() { defer wg.Done(); d.checkEtcd(ctx) }()
 	go func() { defer wg.Done(); d.checkAPI(ctx) }()

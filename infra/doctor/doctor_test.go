@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
 )
@@ -91,6 +93,29 @@ func TestGPURowsNeverFailTheReport(t *testing.T) {
 	f := d.r.Findings[0]
 	if f.Check != "gpu" || f.Where != "gpu-1" || f.Status != Warn || !d.r.OK() {
 		t.Errorf("finding %+v, report ok %v", f, d.r.OK())
+	}
+}
+
+func TestCNIVerdict(t *testing.T) {
+	cilium := cniFacts{read: true, network: cniconf.Network{File: "05-cilium.conflist", Name: "cilium", Plugins: []string{"cilium-cni"}}}
+	flannel := cniFacts{read: true, network: cniconf.Network{File: "10-flannel.conflist", Name: "cbr0", Plugins: []string{"flannel", "portmap"}}}
+	none := cniFacts{read: true, err: fmt.Errorf("no network config found in /etc/cni/net.d: %w", cniconf.ErrNotInitialized)}
+	for _, tc := range []struct {
+		name, cni string
+		f         cniFacts
+		want      Status
+		says      string
+	}{
+		{"Cilium's config", "cilium", cilium, OK, "05-cilium.conflist"},
+		{"no config", "cilium", none, Fail, "Cilium's agent writes 05-cilium.conflist"},
+		{"another network first", "cilium", flannel, Warn, "another pod network"},
+		{"bring your own, installed", "none", flannel, OK, "10-flannel.conflist"},
+		{"bring your own, missing", "none", none, Fail, "cluster.cni is none"},
+	} {
+		st, detail := cniVerdict(tc.cni, tc.f)
+		if st != tc.want || !strings.Contains(detail, tc.says) {
+			t.Errorf("%s: %s %q, want %s saying %q", tc.name, st, detail, tc.want, tc.says)
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ type nodeFacts struct {
 	bindLog   map[string]string // component -> its last bind failure
 	gpus      gpu.Detection
 	gpusRead  bool
+	cni       cniFacts
 	snapshots *snapshotFacts
 }
 
@@ -129,6 +130,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	if res, err := c.Query(ctx, gpu.DetectScript); err == nil {
 		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
 	}
+	f.cni = readCNI(ctx, c)
 	f.primary = at
 	if !slices.Contains(f.addrs, at) && len(f.addrs) > 0 {
 		f.primary = f.addrs[0]
@@ -261,6 +263,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
 	}
 	d.checkGPUs(n, f)
+	d.checkCNI(n, f)
 	for p, server := range f.kubeconfs {
 		d.audit("kubeconfig", n.Name+":"+p, n, server)
 	}

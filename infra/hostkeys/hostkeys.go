@@ -112,3 +112,47 @@ func matches(line string, hosts []string) bool {
 	}
 	return false
 }
+
+// Shown is the key a node presents, next to what known_hosts has for it.
+type Shown struct {
+	Key         gossh.PublicKey
+	Fingerprint string   // SHA256 of Key
+	Known       []string // fingerprints file has for the node's hosts
+}
+
+// Trusted reports whether known_hosts already trusts exactly the shown key.
+func (s Shown) Trusted() bool { return len(s.Known) == 1 && s.Known[0] == s.Fingerprint }
+
+// Accept is `homelab hosts accept`: it reads the key the node presents at
+// addr and, unless known_hosts already trusts exactly it, replaces every
+// entry of hosts in file with it once confirm (which sees the key and the
+// fingerprints known_hosts has) returns nil. Nothing is accepted silently.
+func Accept(ctx context.Context, dial DialFunc, file string, hosts []string, addr string, confirm func(Shown) error) (Shown, error) {
+	key, err := Live(ctx, dial, addr)
+	if err != nil {
+		return Shown{}, err
+	}
+	known, err := Known(file, hosts)
+	if err != nil {
+		return Shown{}, err
+	}
+	s := Shown{Key: key, Fingerprint: gossh.FingerprintSHA256(key), Known: known}
+	if s.Trusted() {
+		return s, nil
+	}
+	if err := confirm(s); err != nil {
+		return s, err
+	}
+	return s, Replace(file, hosts, key)
+}
+
+// MatchFingerprint confirms only the key whose fingerprint is want: the one
+// the user verified on the machine itself (ssh-keygen -lf on its console).
+func MatchFingerprint(want string) func(Shown) error {
+	return func(s Shown) error {
+		if s.Fingerprint != want {
+			return fmt.Errorf("refusing: the node shows %s, not the fingerprint you gave (%s): it is not the machine you checked", s.Fingerprint, want)
+		}
+		return nil
+	}
+}

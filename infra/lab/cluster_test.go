@@ -20,14 +20,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/crypto/ssh"
 	"google.golang.org/grpc"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/helmrelease"
+	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -76,7 +80,9 @@ func (f figures) log(tb testing.TB) {
 
 // bringUpCluster boots the lab, lays roles.Render's files on every node over
 // SSH, starts keepalived on the control plane, runs kubeadm init and the
-// joins, and waits for every Node to be Ready.
+// joins, installs the pod network (the lab's Cilium chart, with Helm) once
+// every Node is NotReady for want of one, and waits for every Node to be
+// Ready.
 func bringUpCluster(tb testing.TB, l *Lab) (*cluster, figures) {
 	tb.Helper()
 	var fig figures
@@ -166,6 +172,8 @@ func bringUpCluster(tb testing.TB, l *Lab) (*cluster, figures) {
 	})
 
 	c.kube = c.clientset(tb, ctx)
+	c.waitNoNetwork(tb, ctx, len(inv.Nodes), time.Minute)
+	c.installPodNetwork(tb, ctx)
 	c.waitReady(tb, ctx, len(inv.Nodes), 5*time.Minute)
 	fig.toReady = time.Since(t0)
 	return c, fig
@@ -241,6 +249,58 @@ func (c *cluster) clientset(tb testing.TB, ctx context.Context) *kubernetes.Clie
 		tb.Fatal(err)
 	}
 	return cs
+}
+
+// waitNoNetwork waits for want Nodes NotReady with the kubelet's words for
+// a runtime without a pod network: a kubelet is not Ready before a CNI.
+func (c *cluster) waitNoNetwork(tb testing.TB, ctx context.Context, want int, timeout time.Duration) {
+	tb.Helper()
+	var last []string
+	err := eventually(timeout, func() error {
+		nodes, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		last = nil
+		n := 0
+		for i := range nodes.Items {
+			why := readiness.Of(&nodes.Items[i])
+			if readiness.NoNetwork(why) {
+				n++
+			}
+			last = append(last, nodes.Items[i].Name+": "+why)
+		}
+		if n != want {
+			return fmt.Errorf("%d of %d Nodes NotReady for want of a network", n, want)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("before the CNI: %v:\n  %s", err, strings.Join(last, "\n  "))
+	}
+}
+
+// installPodNetwork installs the lab's Cilium chart with the values the
+// inventory renders.
+func (c *cluster) installPodNetwork(tb testing.TB, ctx context.Context) {
+	tb.Helper()
+	ch, err := loader.Load(c.l.ChartPath())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := cilium.Render(c.inv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	values, err := helmrelease.ParseValues(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conf := c.run(tb, ctx, c.first, "cat /etc/kubernetes/admin.conf")
+	t := helmrelease.Target{Kubeconfig: []byte(conf), Dial: c.dialer.DialContext, Namespace: cilium.Namespace, Release: cilium.Release}
+	if _, err := helmrelease.Apply(ctx, t, ch, values, 5*time.Minute, nil); err != nil {
+		tb.Fatalf("installing the pod network: %v", err)
+	}
 }
 
 func (c *cluster) waitReady(tb testing.TB, ctx context.Context, want int, timeout time.Duration) {

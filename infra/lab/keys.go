@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/homelab-dev/homelab/infra/hostkeys"
 )
 
 // newKey returns an ed25519 key as an OpenSSH private key file and an
@@ -68,25 +70,93 @@ func (l *Lab) Signer() (ssh.Signer, error) {
 	return ssh.ParsePrivateKey(data)
 }
 
-// writeKnownHosts lists every node's host key under its address and name,
-// as the provisioner (and `homelab lab ssh`) verify them.
-func (l *Lab) writeKnownHosts(s *State) error {
+// knownHostsLine is a node's host key under its address and name.
+func knownHostsLine(s *State, n *NodeState) (hosts []string, line string, ok bool) {
+	f := strings.Fields(n.HostKey)
+	if len(f) < 2 {
+		return nil, "", false
+	}
+	hosts = []string{knownhosts.Normalize(net.JoinHostPort(n.Address, strconv.Itoa(s.SSHPort))), knownhosts.Normalize(net.JoinHostPort(n.Name, strconv.Itoa(s.SSHPort)))}
+	return hosts, strings.Join(hosts, ",") + " " + f[0] + " " + f[1], true
+}
+
+// writeLabKnownHosts is the lab's own record of every node's current host
+// key (`homelab lab ssh` and the lab's SSH checks use it): the lab made
+// the machines and knows their keys.
+func (l *Lab) writeLabKnownHosts(s *State) error {
 	var lines []string
 	for _, n := range s.Nodes {
-		if n.HostKey == "" {
-			continue
+		if _, line, ok := knownHostsLine(s, n); ok {
+			lines = append(lines, line)
 		}
-		f := strings.Fields(n.HostKey)
-		if len(f) < 2 {
-			continue
-		}
-		hosts := []string{knownhosts.Normalize(net.JoinHostPort(n.Address, strconv.Itoa(s.SSHPort))), knownhosts.Normalize(net.JoinHostPort(n.Name, strconv.Itoa(s.SSHPort)))}
-		lines = append(lines, strings.Join(hosts, ",")+" "+f[0]+" "+f[1])
 	}
 	sort.Strings(lines)
-	tmp := l.KnownHostsPath() + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	return writeAtomic(l.labKnownHostsPath(), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// recordInstalledHosts adds to the provisioner's known_hosts (the file
+// inventory/lab.yaml's ssh.knownHosts names) the keys of nodes it has no
+// entry for: what an operator records when installing machines. An entry
+// it has is never changed: a replaced machine's new key must be accepted
+// (`homelab hosts accept`), as on a real homelab.
+func (l *Lab) recordInstalledHosts(s *State) error {
+	data, err := os.ReadFile(l.KnownHostsPath())
+	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.Rename(tmp, l.KnownHostsPath())
+	var add []string
+	for _, n := range s.Nodes {
+		hosts, line, ok := knownHostsLine(s, n)
+		if !ok {
+			continue
+		}
+		known, err := hostkeys.Known(l.KnownHostsPath(), hosts)
+		if err != nil {
+			return err
+		}
+		if len(known) == 0 {
+			add = append(add, line)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	sort.Strings(add)
+	out := strings.TrimRight(string(data), "\n")
+	if out != "" {
+		out += "\n"
+	}
+	return writeAtomic(l.KnownHostsPath(), []byte(out+strings.Join(add, "\n")+"\n"), 0o644)
+}
+
+// followAddress moves a node's entries in the provisioner's known_hosts to
+// its current address, with the key the file already trusts for it (its
+// host key did not change; only the address did).
+func (l *Lab) followAddress(s *State, n *NodeState) error {
+	hosts, _, ok := knownHostsLine(s, n)
+	if !ok {
+		return nil
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(n.HostKey))
+	if err != nil {
+		return err
+	}
+	known, err := hostkeys.Known(l.KnownHostsPath(), []string{hosts[1]})
+	if err != nil {
+		return err
+	}
+	if len(known) > 0 && known[0] != ssh.FingerprintSHA256(pub) {
+		// The file trusts another key for this name (a replaced machine
+		// not accepted yet): leave it for the user.
+		return nil
+	}
+	return hostkeys.Replace(l.KnownHostsPath(), hosts, pub)
+}
+
+func writeAtomic(p string, data []byte, mode os.FileMode) error {
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }

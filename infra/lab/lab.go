@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 	"github.com/homelab-dev/homelab/inventory"
 )
 
@@ -62,6 +63,9 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err := l.ensureBase(); err != nil {
 		return fail(err)
 	}
+	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
+		return fail(err)
+	}
 	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion); err != nil {
 		return fail(err)
 	}
@@ -82,7 +86,10 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err := l.saveState(s); err != nil {
 		return fail(err)
 	}
-	if err := l.writeKnownHosts(s); err != nil {
+	if err := l.writeLabKnownHosts(s); err != nil {
+		return fail(err)
+	}
+	if err := l.recordInstalledHosts(s); err != nil {
 		return fail(err)
 	}
 	_, subnet, _ := net.ParseCIDR(s.CIDR)
@@ -206,6 +213,9 @@ func (l *Lab) warnSSHPaths(inv *inventory.Inventory) {
 	}
 	if inv.SSH.KnownHosts != "" && inv.SSH.KnownHosts != l.KnownHostsPath() {
 		l.logf("lab: warning: the inventory's ssh.knownHosts is %s but this lab writes %s", inv.SSH.KnownHosts, l.KnownHostsPath())
+	}
+	if ch := inv.Cluster.Cilium.Chart; ch != "" && ch != l.ChartPath() {
+		l.logf("lab: warning: the inventory's cluster.cilium.chart is %s but this lab's Cilium stand-in chart is %s", ch, l.ChartPath())
 	}
 }
 

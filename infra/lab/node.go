@@ -230,7 +230,9 @@ func (l *Lab) PowerOn(ctx context.Context, name string) error {
 }
 
 // Replace swaps a node's hardware: a blank disk (new host key, nothing of
-// the cluster), a new MAC, same name and address.
+// the cluster), a new MAC, same name and address. The lab's own record
+// learns the new key; the provisioner's known_hosts keeps the old one, so
+// SSH refuses the node until its key is accepted (`homelab hosts accept`).
 func (l *Lab) Replace(ctx context.Context, name string) error {
 	return l.withNode(name, func(s *State, n *NodeState) error {
 		if n.Power == powerOn {
@@ -251,7 +253,7 @@ func (l *Lab) Replace(ctx context.Context, name string) error {
 		if err := l.saveState(s); err != nil {
 			return err
 		}
-		if err := l.writeKnownHosts(s); err != nil {
+		if err := l.writeLabKnownHosts(s); err != nil {
 			return err
 		}
 		return l.powerOn(ctx, s, n)
@@ -292,7 +294,10 @@ func (l *Lab) Readdress(ctx context.Context, name, address string) error {
 		if err := l.saveState(s); err != nil {
 			return err
 		}
-		if err := l.writeKnownHosts(s); err != nil {
+		if err := l.writeLabKnownHosts(s); err != nil {
+			return err
+		}
+		if err := l.followAddress(s, n); err != nil {
 			return err
 		}
 		return l.powerOn(ctx, s, n)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 )
 
 const (
@@ -84,8 +86,18 @@ func (l *Lab) markerPath() string     { return filepath.Join(l.Dir, marker) }
 func (l *Lab) sshDir() string         { return filepath.Join(l.Dir, "ssh") }
 func (l *Lab) KeyPath() string        { return filepath.Join(l.sshDir(), "id_ed25519") }
 func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_hosts") }
-func (l *Lab) toolsDir() string       { return filepath.Join(l.Dir, "tools") }
-func (l *Lab) baseDir() string        { return filepath.Join(l.Dir, "base") }
+
+// LabKnownHostsPath is the lab's own record of the nodes' current host
+// keys, for `homelab lab ssh`; KnownHostsPath is the provisioner's, which
+// keeps a replaced machine's old key as a real one would.
+func (l *Lab) LabKnownHostsPath() string { return l.labKnownHostsPath() }
+func (l *Lab) labKnownHostsPath() string { return filepath.Join(l.sshDir(), "lab_known_hosts") }
+func (l *Lab) toolsDir() string          { return filepath.Join(l.Dir, "tools") }
+
+// ChartPath is the lab's stand-in for Cilium's chart archive
+// (inventory/lab.yaml's cluster.cilium.chart).
+func (l *Lab) ChartPath() string { return filepath.Join(l.Dir, "charts", ciliumchart.FileName) }
+func (l *Lab) baseDir() string   { return filepath.Join(l.Dir, "base") }
 func (l *Lab) nodeDir(name string) string {
 	return filepath.Join(l.Dir, "nodes", name)
 }

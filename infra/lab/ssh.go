@@ -14,9 +14,9 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// SSH connects to a node as the provisioner would: the lab's client key,
-// the host key checked against the lab's known_hosts, through the gateway
-// namespace.
+// SSH connects to a node with the lab's client key, the host key checked
+// against the lab's own record of it (which follows replaced machines),
+// through the gateway namespace.
 func (l *Lab) SSH(ctx context.Context, node string) (*ssh.Client, error) {
 	s, err := l.LoadState()
 	if err != nil {
@@ -38,7 +38,7 @@ func (l *Lab) sshClient(ctx context.Context, s *State, n *NodeState) (*ssh.Clien
 	if err != nil {
 		return nil, err
 	}
-	hostKeys, err := knownhosts.New(l.KnownHostsPath())
+	hostKeys, err := knownhosts.New(l.labKnownHostsPath())
 	if err != nil {
 		return nil, err
 	}

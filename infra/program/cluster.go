@@ -146,10 +146,13 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	// Workers join in parallel as soon as the bootstrap node serves the
 	// API, alongside the control-plane joins: a worker needs only the API
 	// through the endpoint, and adds no etcd member.
+	joins := slices.Clone(cpDone)
 	for _, n := range inv.Workers() {
-		if _, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), planes[boot.Name].Join); err != nil {
+		w, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), planes[boot.Name].Join)
+		if err != nil {
 			return nil, err
 		}
+		joins = append(joins, w.Join)
 	}
 
 	var members pulumi.Array
@@ -195,7 +198,10 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		prev = a
 	}
 
-	if _, err := declareDataplane(ctx, cl, cfg, via, init); err != nil {
+	// The pod network once the control plane is complete and settled
+	// (every ControlPlaneAddress healthy): installing it reads and writes
+	// through the API, which a regenerated apiserver manifest restarts.
+	if _, err := declareDataplane(ctx, cl, cfg, via, init, append(joins, prev)); err != nil {
 		return nil, err
 	}
 

@@ -9,11 +9,6 @@ import (
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
 
-// EnvPodWait, set to "scheduled", makes the dataplane swap wait only for
-// kube-proxy's pods to be created, not ready: for the emulated homelab,
-// whose nodes run no containers.
-const EnvPodWait = "HOMELAB_POD_WAIT"
-
 // Dataplane is kube-proxy or Cilium's replacement of it.
 type Dataplane struct {
 	pulumi.CustomResourceState
@@ -22,10 +17,11 @@ type Dataplane struct {
 	ReleaseValues  pulumi.StringOutput `pulumi:"releaseValues"`
 }
 
-// declareDataplane declares the swap between kube-proxy and Cilium. It
-// follows init (which follows the init config file): restoring kube-proxy
-// renders the config kubeadm has on the first control-plane node.
-func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init pulumi.Resource) (*Dataplane, error) {
+// declareDataplane declares the pod network (Cilium) and the swap between
+// kube-proxy and Cilium's replacement. It follows init (restoring
+// kube-proxy renders the config kubeadm has on the bootstrap node, via) and
+// every join: it waits for every declared node to be Ready.
+func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
 	inv := cfg.Inventory
 	values, err := cilium.Render(inv)
 	if err != nil {
@@ -47,6 +43,8 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 		"via":            via,
 		"nodes":          nodes,
 		"replacement":    pulumi.String(inv.Cluster.KubeProxy.Replacement),
+		"cni":            pulumi.String(inv.Cluster.CNI),
+		"clusterUID":     init.ClusterUID,
 		"initConfigPath": pulumi.String(kubeadm.InitConfigPath),
 		"values":         pulumi.String(string(values)),
 		"chart":          pulumi.String(chart),
@@ -56,6 +54,5 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 		"chartVersion":   pulumi.String(cilium.ChartVersion),
 		"release":        pulumi.String(cilium.Release),
 		"namespace":      pulumi.String(cilium.Namespace),
-		"wait":           pulumi.String(os.Getenv(EnvPodWait)),
-	}, &Dataplane{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{init}))
+	}, &Dataplane{}, pulumi.Parent(parent), pulumi.DependsOn(append([]pulumi.Resource{init}, joins...)))
 }

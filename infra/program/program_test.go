@@ -222,6 +222,11 @@ func TestSingleIPBootstrapsOnTheEndpointNode(t *testing.T) {
 	if _, ok := m.get(t, "homelab:index:KubeadmJoin", "cp-2").inputs["config"]; ok {
 		t.Error("the endpoint node has a join config")
 	}
+	// The pod network goes through the node the cluster was bootstrapped
+	// on too: its admin.conf and init config are there.
+	if got := m.get(t, "homelab:index:Dataplane", "dataplane").inputs["via"].ObjectValue()["node"].StringValue(); got != "cp-2" {
+		t.Errorf("the Dataplane goes through %s, want the endpoint node cp-2", got)
+	}
 }
 
 func TestSingleIPLayoutHasNoKeepalived(t *testing.T) {

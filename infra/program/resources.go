@@ -32,6 +32,7 @@ type Service struct {
 type KubeadmInit struct {
 	pulumi.CustomResourceState
 	AdminKubeconfig pulumi.StringOutput `pulumi:"adminKubeconfig"`
+	ClusterUID      pulumi.StringOutput `pulumi:"clusterUID"`
 }
 
 type KubeadmJoin struct {

@@ -10,42 +10,50 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/cilium"
 )
 
-// Dataplane is who implements Services: kube-proxy, or Cilium's eBPF
-// kube-proxy replacement. Its live state is what the cluster runs (the
-// kube-proxy DaemonSet and ConfigMap, the Cilium release and its values,
-// KUBE-* rules left on nodes), so changing cluster.kubeProxy.replacement
-// swaps a live cluster in the order that never leaves Services unserved.
+// Dataplane is the cluster's pod network and who implements Services:
+// Cilium is the CNI in every mode, and either kube-proxy or Cilium's eBPF
+// kube-proxy replacement serves Services. Its live state is what the
+// cluster runs (the kube-proxy DaemonSet and ConfigMap, the Cilium release
+// and its values, nodes whose runtime has no pod network, KUBE-* rules left
+// on nodes), so changing cluster.kubeProxy.replacement swaps a live
+// cluster in the order that never leaves Services unserved, and a node
+// that lost its CNI configuration is repaired.
 //
-// To Cilium: install or upgrade the release with the replacement on and
-// wait for it; only then delete kube-proxy's objects and its rules on every
-// node. Back: restore kube-proxy with kubeadm and wait for it; only then
-// upgrade the release with the replacement off. Cilium stays installed as
-// the CNI: uninstalling it would cut every pod's network.
+// Fresh: the release is installed with the replacement on or off, then
+// every agent must be ready and every Node Ready (a node that is not is
+// reported with its own Ready condition). To the replacement: upgrade the
+// release with it on and wait for every agent; only then delete
+// kube-proxy's objects and its rules on every node. Back: restore
+// kube-proxy with kubeadm and wait for it; only then upgrade the release
+// with the replacement off. The swap switches only the replacement: Cilium
+// stays the CNI, and uninstalling it would cut every pod's network.
+// With cluster.cni none no release is installed (the user brings a CNI).
 type Dataplane struct{}
 
-// Wait modes for kube-proxy after a swap back.
-const (
-	// WaitReady waits for a kube-proxy pod ready on every node.
-	WaitReady = "ready"
-	// WaitScheduled waits only for the pods to be created: for clusters
-	// whose nodes run no containers (the emulated homelab).
-	WaitScheduled = "scheduled"
-)
-
 type DataplaneArgs struct {
-	// Via is the first control-plane node: admin.conf, kubeadm and the
-	// rendered init config are there.
+	// Via is the bootstrap node (inventory.Bootstrap): admin.conf, kubeadm
+	// and the rendered init config are there.
 	Via Connection `pulumi:"via"`
 	// Nodes are every node, whose KUBE-* rules go once kube-proxy is gone.
 	// A means, not desired state: a new node changes nothing here.
 	Nodes []Connection `pulumi:"nodes"`
 	// Replacement is none (kube-proxy) or cilium.
 	Replacement string `pulumi:"replacement"`
+	// CNI is cilium (installed here) or none (the user's own); empty is
+	// cilium.
+	CNI string `pulumi:"cni,optional"`
+	// ClusterUID is the cluster's identity (KubeadmInit's): a cluster
+	// kubeadm init made anew (every machine rebuilt) gets its pod network
+	// installed again.
+	ClusterUID string `pulumi:"clusterUID,optional"`
 	// InitConfigPath is kubeadm's init config on Via: restoring kube-proxy
 	// renders it from there, with the inventory's mode.
 	InitConfigPath string `pulumi:"initConfigPath"`
@@ -60,8 +68,11 @@ type DataplaneArgs struct {
 	ChartVersion string `pulumi:"chartVersion"`
 	Release      string `pulumi:"release"`
 	Namespace    string `pulumi:"namespace"`
-	Wait         string `pulumi:"wait,optional"`
 	TimeoutSec   int    `pulumi:"timeoutSeconds,optional"`
+	// Wait is no longer used (every swap waits for kube-proxy ready);
+	// stacks made by earlier versions hold it, and infer refuses state
+	// with a key no field takes.
+	Wait string `pulumi:"wait,optional"`
 }
 
 type DataplaneState struct {
@@ -75,10 +86,13 @@ type DataplaneState struct {
 	// StaleRules names the nodes still holding kube-proxy's rules while
 	// Cilium replaces it (read only then: with kube-proxy they are its own).
 	StaleRules []string `pulumi:"staleRules,optional"`
+	// NetworkNotReady names the declared nodes whose Ready condition says
+	// their runtime has no pod network (its CNI configuration gone).
+	NetworkNotReady []string `pulumi:"networkNotReady,optional"`
 }
 
 func (d *Dataplane) Annotate(a infer.Annotator) {
-	a.Describe(&d, "kube-proxy or Cilium's kube-proxy replacement; reads back the kube-proxy objects, the Cilium release and stale KUBE-* rules.")
+	a.Describe(&d, "Cilium as the pod network, with kube-proxy or Cilium's kube-proxy replacement; reads back the kube-proxy objects, the Cilium release, nodes without a pod network and stale KUBE-* rules.")
 	a.SetToken("index", "Dataplane")
 }
 
@@ -94,6 +108,9 @@ func canonical(values string) string {
 }
 
 func (a DataplaneArgs) cilium() bool { return a.Replacement == "cilium" }
+
+// ciliumCNI: homelab installs Cilium as the pod network.
+func (a DataplaneArgs) ciliumCNI() bool { return a.CNI != "none" }
 
 func (a DataplaneArgs) timeout() time.Duration {
 	if a.TimeoutSec > 0 {
@@ -113,10 +130,14 @@ func (a DataplaneArgs) chartChanged(b DataplaneArgs) bool {
 // desired is the state a converged cluster reads back as.
 func desiredDataplane(in DataplaneArgs, old DataplaneState) DataplaneState {
 	st := DataplaneState{DataplaneArgs: in, KubeProxy: !in.cilium()}
-	st.ReleasePresent = in.cilium() || old.ReleasePresent
-	if st.ReleasePresent {
+	st.ReleasePresent = in.ciliumCNI() || old.ReleasePresent
+	switch {
+	case in.ciliumCNI():
 		st.ReleaseValues = canonical(in.Values)
 		st.ReleaseChart = old.ReleaseChart
+	case old.ReleasePresent:
+		// A release left from before cni: none is the user's now.
+		st.ReleaseValues, st.ReleaseChart = old.ReleaseValues, old.ReleaseChart
 	}
 	return st
 }
@@ -130,7 +151,7 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 	if in.cilium() == st.KubeProxy {
 		d["kubeProxy"] = p.PropertyDiff{Kind: p.Update}
 	}
-	if in.cilium() || st.ReleasePresent {
+	if in.ciliumCNI() {
 		if !st.ReleasePresent {
 			d["releasePresent"] = p.PropertyDiff{Kind: p.Update}
 		}
@@ -140,6 +161,15 @@ func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.Property
 		if in.chartChanged(st.DataplaneArgs) {
 			d["chart"] = p.PropertyDiff{Kind: p.Update}
 		}
+		if len(st.NetworkNotReady) > 0 {
+			d["networkNotReady"] = p.PropertyDiff{Kind: p.Update}
+		}
+	}
+	if in.CNI != st.CNI {
+		d["cni"] = p.PropertyDiff{Kind: p.Update}
+	}
+	if in.ClusterUID != st.ClusterUID {
+		d["cluster"] = p.PropertyDiff{Kind: p.Update}
 	}
 	if in.cilium() && len(st.StaleRules) > 0 {
 		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
@@ -190,11 +220,50 @@ func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, 
 	return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: live}, nil
 }
 
-// Delete leaves the dataplane as it is: destroying the stack resets every
-// node, and removing the pod network from a cluster that stays would cut it.
+// Delete runs when the stack is destroyed, before the nodes are reset:
+// the release is uninstalled (its agents would rewrite their
+// configuration), then what they wrote on the nodes goes, as Cilium's own
+// uninstall does it. kubeadm reset leaves /etc/cni/net.d alone, and a
+// stale 05-cilium.conflist would make a rebuilt node's runtime report its
+// network ready before any CNI runs.
 func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneState]) (infer.DeleteResponse, error) {
+	st := req.State
+	if !st.ciliumCNI() {
+		return infer.DeleteResponse{}, nil
+	}
+	log := p.GetLogger(ctx)
+	if c, err := dial(ctx, st.Via); err != nil {
+		log.Warningf("%s: not reachable (%v): the Cilium release is left as it is", st.Via.Node, err)
+	} else {
+		t, err := releaseTarget(ctx, c, st.DataplaneArgs)
+		if err == nil {
+			err = helmrelease.Uninstall(ctx, t, st.timeout())
+		}
+		c.Close()
+		if err != nil {
+			log.Warningf("uninstalling the Cilium release: %v", err)
+		}
+	}
+	for _, n := range st.Nodes {
+		c, err := dial(ctx, n)
+		if err != nil {
+			log.Warningf("%s: not reachable (%v): remove %s/%s by hand before reusing it", n.Node, err, cniconf.ConfDir, cilium.ConfigFile)
+			continue
+		}
+		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", ciliumCNIRemove)
+		c.Close()
+		if err != nil {
+			return infer.DeleteResponse{}, err
+		}
+	}
 	return infer.DeleteResponse{}, nil
 }
+
+// ciliumCNIRemove is Cilium's cni-uninstall: its configuration and plugin
+// go, other networks' configurations it set aside come back.
+var ciliumCNIRemove = `rm -f ` + cniconf.ConfDir + `/` + cilium.ConfigFile + ` ` + cniconf.BinDir + `/cilium-cni
+for f in ` + cniconf.ConfDir + `/*.cilium_bak; do [ -e "$f" ] && mv "$f" "${f%.cilium_bak}"; done
+true`
 
 const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy configmap/kube-proxy -o name --ignore-not-found"
 
@@ -219,6 +288,21 @@ func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st Dat
 		status = rel.Status
 		b, _ := json.Marshal(rel.Values)
 		st.ReleaseValues = string(b)
+	}
+	if in.ciliumCNI() {
+		cs, err := apiClient(ctx, c, in.Via.Node)
+		if err != nil {
+			return st, "", err
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return st, "", err
+		}
+		var want []string
+		for _, n := range in.Nodes {
+			want = append(want, n.Node)
+		}
+		st.NetworkNotReady = networkNotReady(nodes.Items, want)
 	}
 	if in.cilium() {
 		for _, n := range in.Nodes {
@@ -261,11 +345,20 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 		return DataplaneState{}, err
 	}
 	defer c.Close()
-	live, status, err := readDataplane(ctx, c, in)
+	live, status, err := readDataplaneSettled(ctx, c, in)
 	if err != nil {
 		return DataplaneState{}, err
 	}
 	log := p.GetLogger(ctx)
+	if !in.ciliumCNI() {
+		if !live.KubeProxy {
+			if err := restoreKubeProxy(ctx, c, in); err != nil {
+				return live, err
+			}
+		}
+		log.Warningf("cluster.cni is none: homelab installs no pod network; every node stays NotReady (container runtime network not ready) until you install one")
+		return reread(ctx, c, in)
+	}
 	// Only when something differs: every upgrade is a new revision and a
 	// restart of Cilium's agents.
 	stale := !live.ReleasePresent || status != "deployed" || canonical(in.Values) != live.ReleaseValues ||
@@ -275,6 +368,11 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 			if err := applyRelease(ctx, c, in, "with the kube-proxy replacement on"); err != nil {
 				return live, err
 			}
+		}
+		// Every agent in replacement mode before kube-proxy goes: Helm's
+		// wait lets some agents still be restarting.
+		if err := repairAndWaitNetwork(ctx, c, in, live, stale); err != nil {
+			return live, err
 		}
 		if live.KubeProxy {
 			log.Infof("Cilium is up; removing kube-proxy")
@@ -294,20 +392,60 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 	}
 	if !live.KubeProxy {
 		log.Infof("restoring kube-proxy before turning Cilium's replacement off")
-		if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
-			"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
-			return live, err
-		}
-		if err := waitKubeProxy(ctx, c, in); err != nil {
+		if err := restoreKubeProxy(ctx, c, in); err != nil {
 			return live, err
 		}
 	}
-	if live.ReleasePresent && stale {
-		if err := applyRelease(ctx, c, in, "with the kube-proxy replacement off"); err != nil {
+	if stale {
+		what := "with the kube-proxy replacement off"
+		if !live.ReleasePresent {
+			what = "as the pod network, kube-proxy serving Services"
+		}
+		if err := applyRelease(ctx, c, in, what); err != nil {
 			return live, err
 		}
+	}
+	if err := repairAndWaitNetwork(ctx, c, in, live, stale); err != nil {
+		return live, err
 	}
 	return reread(ctx, c, in)
+}
+
+// repairAndWaitNetwork restarts the agents of nodes that lost their pod
+// network (unless the release was just applied, which rolled them all) and
+// waits until every agent is ready and every node Ready.
+func repairAndWaitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs, live DataplaneState, applied bool) error {
+	if !applied && len(live.NetworkNotReady) > 0 {
+		if err := restartAgents(ctx, c, in, live.NetworkNotReady); err != nil {
+			return err
+		}
+	}
+	return waitNetwork(ctx, c, in)
+}
+
+func restoreKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
+		"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
+		return err
+	}
+	return waitKubeProxy(ctx, c, in)
+}
+
+// readDataplaneSettled reads, giving an API that is restarting (a
+// regenerated manifest, a moved VIP) a minute to answer.
+func readDataplaneSettled(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, status, err := readDataplane(ctx, c, in)
+		if err == nil || time.Now().After(deadline) {
+			return st, status, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, status, err
+		case <-time.After(3 * time.Second):
+		}
+	}
 }
 
 func reread(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, error) {
@@ -334,9 +472,9 @@ func applyRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs, what str
 	return err
 }
 
-// waitKubeProxy waits until the DaemonSet has a pod for every node (and,
-// with WaitReady, every pod is available): Cilium's replacement must not be
-// turned off before kube-proxy serves Services.
+// waitKubeProxy waits until the DaemonSet has an available pod on every
+// node: Cilium's replacement must not be turned off before kube-proxy
+// serves Services.
 func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 	cmd := kubectl + ` -n kube-system get daemonset/kube-proxy -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}'`
 	deadline := time.Now().Add(in.timeout())
@@ -347,11 +485,11 @@ func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 			return err
 		}
 		last = strings.TrimSpace(out)
-		if code == 0 && kubeProxyDone(last, in.Wait) {
+		if code == 0 && kubeProxyDone(last) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-proxy did not become %s within %s (generation observed desired current updated available: %s); Cilium's replacement stays on", waitMode(in.Wait), in.timeout(), last)
+			return fmt.Errorf("kube-proxy did not become ready on every node within %s (generation observed desired current updated available: %s); Cilium's replacement stays on", in.timeout(), last)
 		}
 		select {
 		case <-ctx.Done():
@@ -361,14 +499,7 @@ func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 	}
 }
 
-func waitMode(w string) string {
-	if w == WaitScheduled {
-		return WaitScheduled
-	}
-	return WaitReady
-}
-
-func kubeProxyDone(status, wait string) bool {
+func kubeProxyDone(status string) bool {
 	f := strings.Fields(status)
 	if len(f) < 5 {
 		return false
@@ -381,7 +512,7 @@ func kubeProxyDone(status, wait string) bool {
 	if observed < gen || desired == 0 || current < desired || updated < desired {
 		return false
 	}
-	return waitMode(wait) == WaitScheduled || available >= desired
+	return available >= desired
 }
 
 // kubeletChains are KUBE-* chains the kubelet owns, not kube-proxy: they

@@ -48,6 +48,31 @@ type KubeadmInitState struct {
 	BootstrappedOn string `pulumi:"bootstrappedOn,optional"`
 	// AdminKubeconfig is /etc/kubernetes/admin.conf: cluster-admin access.
 	AdminKubeconfig string `pulumi:"adminKubeconfig" provider:"secret"`
+	// ClusterUID identifies the cluster (its kube-system namespace's UID):
+	// it changes only when kubeadm init made a new one, and what lives in
+	// the cluster (the pod network) follows it.
+	ClusterUID string `pulumi:"clusterUID,optional"`
+}
+
+// clusterUIDCmd prints the cluster's identity.
+const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metadata.uid}'"
+
+// readClusterUID is the cluster's identity, read through a node whose
+// admin.conf the API answers to; "" when the API does not say.
+func readClusterUID(ctx context.Context, c *ssh.Client) string {
+	out, code, err := query(ctx, c, clusterUIDCmd)
+	if err != nil || code != 0 {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// WireDependencies keeps the cluster's identity known in a preview: an
+// updated config (an upload, never a second init) keeps the cluster, and
+// what follows it (the pod network) must not show as changing. Update's dry
+// run says when it may change (a bootstrap where none was recorded).
+func (k *KubeadmInit) WireDependencies(f infer.FieldSelector, args *KubeadmInitArgs, state *KubeadmInitState) {
+	f.OutputField(&state.ClusterUID).AlwaysKnown()
 }
 
 func (k *KubeadmInit) Annotate(a infer.Annotator) {
@@ -197,7 +222,9 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 		if err := deleteInitTokens(context.WithoutCancel(ctx), c, node); err != nil {
 			return err
 		}
-		st.BootstrappedOn = node
+		// A new cluster: whatever identity the state held is gone, even
+		// if the new one cannot be read yet.
+		st.BootstrappedOn, st.ClusterUID = node, ""
 	}
 	// kubeadm has run to completion whatever the user pressed meanwhile;
 	// its result must reach the state too.
@@ -206,6 +233,11 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 		return fmt.Errorf("%s: reading %s: %w", at, adminConf, err)
 	}
 	st.AdminKubeconfig, st.Initialized = string(kc), true
+	// Read through the node that serves the cluster: the bootstrap node,
+	// or the peer it was adopted from.
+	if uid := readClusterUID(context.WithoutCancel(ctx), where); uid != "" {
+		st.ClusterUID = uid
+	}
 	return nil
 }
 
@@ -223,18 +255,29 @@ func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitAr
 	}
 	live, known := clusterExists(ctx, in)
 	if known {
-		st.Initialized = live != ""
+		st.Initialized = live.adminKubeconfig != ""
 	}
-	if live != "" {
-		st.AdminKubeconfig = live
+	if live.adminKubeconfig != "" {
+		st.AdminKubeconfig = live.adminKubeconfig
+	}
+	if live.clusterUID != "" {
+		st.ClusterUID = live.clusterUID
 	}
 	return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
+// liveCluster is what clusterExists read where the cluster runs.
+type liveCluster struct {
+	adminKubeconfig string
+	// clusterUID is "" when that node's API did not answer.
+	clusterUID string
+}
+
 // clusterExists looks for the cluster on the bootstrap node, then on its
-// peers, and returns admin.conf from where it runs. known is false when
-// nothing could be checked (every node unreachable: keep the last state).
-func clusterExists(ctx context.Context, in KubeadmInitArgs) (adminKubeconfig string, known bool) {
+// peers, and returns admin.conf and the cluster's identity from where it
+// runs. known is false when nothing could be checked (every node
+// unreachable: keep the last state).
+func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, known bool) {
 	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
 		c, err := dial(ctx, conn)
 		if err != nil {
@@ -251,15 +294,17 @@ func clusterExists(ctx context.Context, in KubeadmInitArgs) (adminKubeconfig str
 		out, _, err := query(ctx, c, check)
 		if err == nil && strings.TrimSpace(out) == "yes" {
 			kc, rerr := c.Read(ctx, adminConf)
-			c.Close()
 			if rerr == nil {
-				return string(kc), true
+				live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
+				c.Close()
+				return live, true
 			}
+			c.Close()
 			continue
 		}
 		c.Close()
 	}
-	return "", known
+	return liveCluster{}, known
 }
 
 // Diff: another bootstrap node (a reordered inventory) is no change; the
@@ -279,8 +324,13 @@ func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitAr
 
 func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmInitArgs, KubeadmInitState]) (infer.UpdateResponse[KubeadmInitState], error) {
 	in, old := req.Inputs, req.State
-	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig, BootstrappedOn: old.BootstrappedOn}
+	st := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: old.AdminKubeconfig, BootstrappedOn: old.BootstrappedOn, ClusterUID: old.ClusterUID}
 	if req.DryRun {
+		if !old.Initialized {
+			// Perhaps a new cluster (every machine rebuilt), perhaps the
+			// same one adopted from a peer: not known before it runs.
+			st.ClusterUID = ""
+		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 	}
 	if !old.Initialized {

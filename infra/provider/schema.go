@@ -171,6 +171,7 @@ func (k *KubeadmInitState) Annotate(a infer.Annotator) {
 	a.Describe(&k.Initialized, "Whether the cluster exists (on the bootstrap node or a peer), read live.")
 	a.Describe(&k.BootstrappedOn, "The node kubeadm init ran on, recorded then.")
 	a.Describe(&k.AdminKubeconfig, "The cluster-admin kubeconfig, /etc/kubernetes/admin.conf (secret).")
+	a.Describe(&k.ClusterUID, "The cluster's identity, its kube-system namespace's UID, read where the cluster runs: it changes only when kubeadm init made a new cluster, and the pod network is installed again then.")
 }
 
 func (k *KubeadmJoinArgs) Annotate(a infer.Annotator) {
@@ -237,9 +238,11 @@ func (e *EtcdMembersState) Annotate(a infer.Annotator) {
 }
 
 func (d *DataplaneArgs) Annotate(a infer.Annotator) {
-	a.Describe(&d.Via, "The first control-plane node: admin.conf, kubeadm and the init configuration are there.")
+	a.Describe(&d.Via, "The bootstrap node (the single-ip layout's endpoint node, else the first control-plane node listed): admin.conf, kubeadm and the init configuration are there.")
 	a.Describe(&d.Nodes, "Every node, whose KUBE-* rules are removed once kube-proxy is gone.")
 	a.Describe(&d.Replacement, "none (kube-proxy runs) or cilium (Cilium's eBPF kube-proxy replacement).")
+	a.Describe(&d.CNI, "The pod network: cilium (installed here; empty means cilium) or none (the user brings one).")
+	a.Describe(&d.ClusterUID, "The cluster's identity (KubeadmInit's clusterUID): a cluster made anew gets its pod network installed again.")
 	a.Describe(&d.InitConfigPath, "kubeadm's init configuration on via, from which kube-proxy is restored.")
 	a.Describe(&d.Values, "The Cilium release's values (YAML).")
 	a.Describe(&d.Chart, "A Cilium chart archive on the machine running the provider (empty: the official repository).")
@@ -249,8 +252,8 @@ func (d *DataplaneArgs) Annotate(a infer.Annotator) {
 	a.Describe(&d.ChartVersion, "The chart's version.")
 	a.Describe(&d.Release, "The Helm release's name.")
 	a.Describe(&d.Namespace, "The Helm release's namespace.")
-	a.Describe(&d.Wait, "What a swap back to kube-proxy waits for: ready (default) or scheduled.")
 	a.Describe(&d.TimeoutSec, "How long each wait may take, in seconds.")
+	a.Describe(&d.Wait, "No longer used (stacks made by earlier versions hold it).")
 }
 
 func (d *DataplaneState) Annotate(a infer.Annotator) {
@@ -259,6 +262,7 @@ func (d *DataplaneState) Annotate(a infer.Annotator) {
 	a.Describe(&d.ReleaseChart, "The installed release's chart and version.")
 	a.Describe(&d.ReleaseValues, "The installed release's values.")
 	a.Describe(&d.StaleRules, "Nodes still holding kube-proxy's rules while Cilium replaces it.")
+	a.Describe(&d.NetworkNotReady, "Declared nodes whose Ready condition says their runtime has no pod network (its CNI configuration gone), read live.")
 }
 
 func (c *ControlPlaneAddressArgs) Annotate(a infer.Annotator) {

@@ -88,6 +88,9 @@ func TestEarlierStateDecodes(t *testing.T) {
 			"ignorePreflight": []any{}, "via": conn, "bootstrapToken": "abcdef.0123456789abcdef", "peers": []any{conn}, "joined": true}},
 		{&ControlPlaneAddressState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "apiServerSANs": []any{"a"}, "etcdSANs": []any{"b"},
 			"config": "kind: InitConfiguration", "port": 6443.0, "componentArgs": map[string]any{}, "liveAdvertise": "10.0.0.120", "liveEtcdPeer": "10.0.0.120", "liveNodeIP": "10.0.0.120"}},
+		{&DataplaneState{}, map[string]any{"via": conn, "nodes": []any{conn}, "replacement": "none", "initConfigPath": "/etc/kubernetes/kubeadm/init.yaml",
+			"values": "{}", "chartRepo": "https://helm.cilium.io", "chartName": "cilium", "chartVersion": "1.18.4", "release": "cilium", "namespace": "kube-system",
+			"wait": "", "kubeProxy": true, "releasePresent": false}},
 		{&HostState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "mac": "", "requires": []any{"kubeadm"}, "hostname": "cp-1", "os": "Debian", "kernel": "6",
 			"hostKey": "SHA256:x", "convergedHostKey": "SHA256:x"}},
 	} {

@@ -4,80 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 	"github.com/homelab-dev/homelab/infra/netns"
-	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
-
-// fixtureChart is a test fixture standing in for the Cilium chart (which
-// these machines cannot download): a ConfigMap holding the values the
-// release got, so a wait succeeds without any container running. broken
-// adds a Deployment that never becomes available in the lab.
-const fixtureChartName = "homelab-test-fixture"
-
-func buildFixtureChart(t *testing.T, dir, version string, broken bool) string {
-	t.Helper()
-	src := filepath.Join(dir, "fixture-src-"+version)
-	files := map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: " + fixtureChartName + "\nversion: " + version + "\ndescription: test fixture, not Cilium\n",
-		"values.yaml": "kubeProxyReplacement: false\n",
-		"templates/values.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: ` + fixtureChartName + `
-  namespace: {{ .Release.Namespace }}
-data:
-  values.json: {{ toJson .Values | quote }}
-`,
-	}
-	if broken {
-		files["templates/never-ready.yaml"] = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: ` + fixtureChartName + `-never-ready
-  namespace: {{ .Release.Namespace }}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: never-ready}}
-  template:
-    metadata: {labels: {app: never-ready}}
-    spec: {containers: [{name: c, image: registry.invalid/none:0}]}
-`
-	}
-	for name, body := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ch, err := loader.LoadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := chartutil.Save(ch, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 const labKubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 
@@ -119,15 +64,135 @@ func (e *e2e) kubeProxyObjects(ctx context.Context) []string {
 	return strings.Fields(out)
 }
 
-// releaseValues reads the values the fixture's ConfigMap got from Helm.
-func (e *e2e) releaseValues(ctx context.Context) map[string]any {
+// ciliumConfig is what Cilium's chart derived from the release's values.
+func (e *e2e) ciliumConfig(ctx context.Context) map[string]string {
 	e.t.Helper()
-	out := e.node(ctx, "cp-1", labKubectl+"-n kube-system get configmap "+fixtureChartName+" -o jsonpath='{.data.values\\.json}'")
-	v := map[string]any{}
+	out := e.node(ctx, "cp-1", labKubectl+"-n kube-system get configmap "+cilium.ConfigMap+" -o jsonpath='{.data}'")
+	v := map[string]string{}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		e.t.Fatalf("fixture values %q: %v", out, err)
+		e.t.Fatalf("cilium-config %q: %v", out, err)
 	}
 	return v
+}
+
+// nodeWatch records, for every Node, when it was first seen NotReady for
+// want of a pod network and when first seen Ready.
+type nodeWatch struct {
+	mu        sync.Mutex
+	noNetwork map[string]time.Time
+	ready     map[string]time.Time
+	message   map[string]string
+	stop      chan struct{}
+	done      sync.WaitGroup
+}
+
+// watchNodes polls the Nodes (through cp-1, once it has an admin.conf)
+// every second until end.
+func (e *e2e) watchNodes(ctx context.Context) *nodeWatch {
+	w := &nodeWatch{noNetwork: map[string]time.Time{}, ready: map[string]time.Time{}, message: map[string]string{}, stop: make(chan struct{})}
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			out, err := e.lab.Run(ctx, "cp-1", labKubectl+"get nodes -o json 2>/dev/null")
+			if err != nil {
+				continue
+			}
+			var l corev1.NodeList
+			if json.Unmarshal([]byte(out), &l) != nil {
+				continue
+			}
+			now := time.Now()
+			w.mu.Lock()
+			for i := range l.Items {
+				n := &l.Items[i]
+				why := readiness.Of(n)
+				switch {
+				case why == "":
+					if w.ready[n.Name].IsZero() {
+						w.ready[n.Name] = now
+					}
+				case readiness.NoNetwork(why):
+					if w.noNetwork[n.Name].IsZero() {
+						w.noNetwork[n.Name], w.message[n.Name] = now, why
+					}
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// end stops the watch and checks that every node was NotReady with the
+// network reason before it was Ready: no Node is Ready before the CNI.
+func (w *nodeWatch) end(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	w.done.Wait()
+	for _, n := range labNodes {
+		nn, r := w.noNetwork[n], w.ready[n]
+		switch {
+		case nn.IsZero():
+			t.Errorf("%s was never seen NotReady for want of a pod network (first Ready %s)", n, r.Format(time.TimeOnly))
+		case r.IsZero():
+			t.Errorf("%s was never seen Ready", n)
+		case !nn.Before(r):
+			t.Errorf("%s was Ready (%s) before it was NotReady without a network (%s)", n, r.Format(time.TimeOnly), nn.Format(time.TimeOnly))
+		}
+	}
+	if msg := w.message["gpu-1"]; !strings.Contains(msg, "(KubeletNotReady): container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized") {
+		t.Errorf("gpu-1's Ready condition before the CNI: %q", msg)
+	}
+	t.Logf("figures: first Ready after first NotReady without a network: %s", w.spread())
+}
+
+func (w *nodeWatch) spread() string {
+	var parts []string
+	for _, n := range labNodes {
+		if !w.noNetwork[n].IsZero() && !w.ready[n].IsZero() {
+			parts = append(parts, n+" "+w.ready[n].Sub(w.noNetwork[n]).Round(time.Second).String())
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkPodNetwork: the Cilium release installed from the lab's chart in the
+// inventory's mode, its agent DaemonSet ready on every node, each node
+// holding Cilium's CNI configuration, every Node Ready.
+func (e *e2e) checkPodNetwork(ctx context.Context, s *Stack, replacement bool) {
+	t := e.t
+	t.Helper()
+	rel := e.release(ctx, s)
+	if !rel.Present || rel.Status != "deployed" || rel.Chart != "cilium-"+ciliumchart.Version || rel.Values["kubeProxyReplacement"] != replacement {
+		t.Errorf("release: %+v", rel)
+	}
+	want := map[string]string{"kube-proxy-replacement": map[bool]string{true: "true", false: "false"}[replacement],
+		"k8s-service-host": s.Inv.Cluster.Endpoint.VIP, "k8s-service-port": "6443"}
+	got := e.ciliumConfig(ctx)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("cilium-config %s=%q, want %q", k, got[k], v)
+		}
+	}
+	if out := e.node(ctx, "cp-1", labKubectl+"-n kube-system get daemonset "+cilium.AgentDaemonSet+
+		" -o jsonpath='{.status.desiredNumberScheduled} {.status.numberReady} {.status.updatedNumberScheduled}'"); out != "7 7 7" {
+		t.Errorf("agent DaemonSet desired, ready, updated: %q", out)
+	}
+	placed := strings.Fields(e.node(ctx, "cp-1", labKubectl+"-n kube-system get pods -l "+cilium.AgentLabel+
+		` -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}'`))
+	if slices.Sort(placed); !slices.Equal(placed, labNodes) {
+		t.Errorf("agents on %v", placed)
+	}
+	for _, n := range labNodes {
+		e.node(ctx, n, "test -s /etc/cni/net.d/"+cilium.ConfigFile)
+	}
+	e.verify(ctx, s)
 }
 
 // checkGPU: every GPU worker keeps its containerd drop-in (byte for byte
@@ -151,7 +216,8 @@ func (e *e2e) checkGPU(ctx context.Context, want string) {
 // checkNoGPUHere: the lab has no GPUs, so the toolkit is skipped on every
 // GPU worker with a warning naming it, nothing is installed, doctor warns
 // (and still passes), and the device plugin's DaemonSet is placed on the
-// GPU workers alone.
+// GPU workers alone, where its pods do not start: the nvidia runtime's
+// binary is not installed, and the runtime says so.
 func (e *e2e) checkNoGPUHere(ctx context.Context, s *Stack) {
 	t := e.t
 	t.Helper()
@@ -181,17 +247,85 @@ func (e *e2e) checkNoGPUHere(ctx context.Context, s *Stack) {
 		t.Errorf("doctor failed the lab's cluster: %v", rep.Failed())
 	}
 	ds := gpu.DevicePluginNamespace + " get daemonset " + gpu.DevicePluginName
+	pods := labKubectl + "-n " + gpu.DevicePluginNamespace + " get pods -l name=nvidia-device-plugin-ds"
 	var placed []string
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
 		out := e.node(ctx, "cp-1", labKubectl+"-n "+ds+" -o jsonpath='{.status.desiredNumberScheduled}'")
-		placed = strings.Fields(e.node(ctx, "cp-1", labKubectl+"-n "+gpu.DevicePluginNamespace+
-			" get pods -l name=nvidia-device-plugin-ds -o jsonpath='{range .items[*]}{.spec.nodeName}{\" \"}{end}'"))
+		placed = strings.Fields(e.node(ctx, "cp-1", pods+` -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}'`))
 		slices.Sort(placed)
 		if out == "4" && slices.Equal(placed, gpuNodes) {
-			return
+			break
 		}
 	}
-	t.Errorf("device plugin pods on %v, want one on each of %v", placed, gpuNodes)
+	if !slices.Equal(placed, gpuNodes) {
+		t.Errorf("device plugin pods on %v, want one on each of %v", placed, gpuNodes)
+	}
+	// containerd was not restarted after the drop-in (there was no
+	// toolkit to install), so it has no nvidia runtime, as on a real node
+	// without a GPU; restarted, it would fail on the missing binary.
+	refused := func(events string) int {
+		return strings.Count(events, `no runtime for "nvidia" is configured`) + strings.Count(events, "nvidia-container-runtime: no such file")
+	}
+	var events string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		events = e.node(ctx, "cp-1", labKubectl+"-n "+gpu.DevicePluginNamespace+" get events --field-selector reason=FailedCreatePodSandBox -o jsonpath='{range .items[*]}{.involvedObject.name}: {.message}{\"\\n\"}{end}'")
+		if refused(events) >= len(gpuNodes) {
+			break
+		}
+	}
+	if refused(events) < len(gpuNodes) {
+		all := e.node(ctx, "cp-1", labKubectl+"-n "+gpu.DevicePluginNamespace+" get events --field-selector involvedObject.kind=Pod -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason}: {.message}{\"\\n\"}{end}'")
+		t.Errorf("the runtime did not refuse the device plugin's sandboxes for want of the nvidia runtime:\n%s\nevents:\n%s", events, all)
+	}
+	if ready := e.node(ctx, "cp-1", labKubectl+"-n "+ds+" -o jsonpath='{.status.numberReady}'"); ready != "0" {
+		t.Errorf("%s device plugin pods Ready on nodes without the NVIDIA runtime", ready)
+	}
+}
+
+// checkLostNetwork: a worker's CNI configuration removed and its kubelet
+// restarted turns its Node NotReady for want of a pod network; doctor
+// names it; preview shows the Dataplane; up restarts the node's Cilium
+// agent, whose configuration brings it back.
+func (e *e2e) checkLostNetwork(ctx context.Context, s *Stack) {
+	t := e.t
+	t.Helper()
+	e.node(ctx, "gpu-2", "rm /etc/cni/net.d/"+cilium.ConfigFile+" && systemctl restart kubelet")
+	var why string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		out := e.node(ctx, "cp-1", labKubectl+"get node gpu-2 -o json")
+		var n corev1.Node
+		if json.Unmarshal([]byte(out), &n) == nil {
+			if why = readiness.Of(&n); readiness.NoNetwork(why) {
+				break
+			}
+		}
+	}
+	if !readiness.NoNetwork(why) {
+		t.Fatalf("gpu-2 without its CNI configuration: %q", why)
+	}
+	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	found := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Where == "gpu-2" && f.Status == doctor.Fail {
+			found[f.Check] = (f.Check == "node ready" && readiness.NoNetwork(f.Detail)) || (f.Check == "cni" && strings.Contains(f.Detail, "no network config found"))
+		}
+	}
+	if rep.OK() || !found["node ready"] || !found["cni"] || !causesMention(rep, "gpu-2", "no pod network", cilium.ConfigFile) {
+		t.Errorf("doctor on gpu-2 without a pod network: ok=%v rows %v causes %v", rep.OK(), found, rep.Causes)
+	}
+	if got := e.previewList(ctx, s, true); !slices.Equal(got, []string{"update homelab:index:Dataplane dataplane"}) {
+		t.Errorf("preview with gpu-2 NotReady lists %v", got)
+	}
+	start := time.Now()
+	e.up(ctx, s)
+	t.Logf("figures: up restoring gpu-2's pod network %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(e.log.String(), "gpu-2: its container runtime has no pod network") {
+		t.Error("the up did not say why it restarted gpu-2's agent")
+	}
+	e.node(ctx, "gpu-2", "test -s /etc/cni/net.d/"+cilium.ConfigFile)
+	if rep := e.doctor(ctx, s.Inv, s.Bundle); !rep.OK() {
+		t.Errorf("doctor after the repair: %v", rep.Failed())
+	}
 }
 
 func (e *e2e) previewList(ctx context.Context, s *Stack, refresh bool) []string {
@@ -216,39 +350,44 @@ func (e *e2e) noChanges(ctx context.Context, s *Stack, what string) {
 	}
 }
 
-// TestDataplaneSwapInTheLab is issue 7's end-to-end run: a kube-proxy
-// cluster swapped to the Cilium replacement and back on the live cluster
-// (the chart a test fixture), the Helm rollback path, and GPU workers'
-// drop-in, labels and taints surviving re-applies and hand edits; then a
-// fresh cluster built with the replacement from the start.
+// TestDataplaneSwapInTheLab is issues 7 and 19 end to end, with the lab's
+// stand-in for Cilium's chart: a fresh cluster with kube-proxy gets Cilium
+// as its pod network (no Node Ready before it); a worker that loses its
+// CNI configuration is named by doctor and repaired by up; the cluster is
+// swapped to Cilium's kube-proxy replacement and back on the live cluster;
+// a failing upgrade is rolled back; GPU workers' drop-in, labels and taints
+// survive re-applies and hand edits; then a fresh cluster is built with the
+// replacement from the start.
 func TestDataplaneSwapInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2E(t)
-	// The lab's nodes run no containers: kube-proxy's pods never get ready.
-	t.Setenv(program.EnvPodWait, "scheduled")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	start := time.Now()
 
-	good := buildFixtureChart(t, e.work, "0.1.0", false)
-	withChart := func(replacement string) func(string) string {
+	withMode := func(replacement string) func(string) string {
 		return func(s string) string {
 			s = strings.Replace(s, "replacement: none", "replacement: "+replacement, 1)
-			return strings.Replace(s, "  extraSANs:", "  cilium: {chart: "+good+"}\n  gpu: {devicePlugin: {enabled: true}}\n  extraSANs:", 1)
+			return strings.Replace(s, "  extraSANs:", "  gpu: {devicePlugin: {enabled: true}}\n  extraSANs:", 1)
 		}
 	}
-	kubeProxyInv := e.inventory("kube-proxy", withChart("none"))
-	ciliumInv := e.inventory("cilium", withChart("cilium"))
+	kubeProxyInv := e.inventory("kube-proxy", withMode("none"))
+	ciliumInv := e.inventory("cilium", withMode("cilium"))
 
 	s := e.open(ctx, kubeProxyInv)
 	e.log.Reset()
+	w := e.watchNodes(ctx)
 	e.up(ctx, s)
+	w.end(t)
 	if got := e.kubeProxyObjects(ctx); len(got) != 2 {
 		t.Fatalf("kube-proxy objects after the first up: %v", got)
 	}
+	e.checkPodNetwork(ctx, s, false)
 	dropIn, _ := gpu.ContainerdDropIn(s.Inv.Nodes[3])
 	e.checkGPU(ctx, string(dropIn))
 	e.checkNoGPUHere(ctx, s)
+	e.log.Reset()
+	e.checkLostNetwork(ctx, s)
 	e.seedKubeRules(ctx)
 	e.checkKubeRules(ctx, true)
 
@@ -276,13 +415,9 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 		t.Errorf("kube-proxy objects after the swap: %v", got)
 	}
 	e.checkKubeRules(ctx, false)
-	v := e.releaseValues(ctx)
-	if v["kubeProxyReplacement"] != true || v["k8sServiceHost"] != s.Inv.Cluster.Endpoint.VIP || v["k8sServicePort"] != float64(6443) {
-		t.Errorf("release values with the replacement on: %v", v)
-	}
-	rel := e.release(ctx, s)
-	if rel.Revision != 1 || rel.Chart != fixtureChartName+"-0.1.0" {
-		t.Errorf("release after install: %+v", rel)
+	e.checkPodNetwork(ctx, s, true)
+	if rel := e.release(ctx, s); rel.Revision != 2 {
+		t.Errorf("release after the swap: %+v", rel)
 	}
 
 	// Re-applying changes nothing, GPU workers included.
@@ -313,7 +448,8 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	e.checkGPU(ctx, string(dropIn))
 	e.checkKubeRules(ctx, false)
 
-	// Back to kube-proxy: restored by kubeadm, then the replacement off.
+	// Back to kube-proxy: restored by kubeadm and ready on every node, then
+	// the replacement off; Cilium stays the CNI.
 	s = e.open(ctx, kubeProxyInv)
 	swap = time.Now()
 	e.up(ctx, s)
@@ -321,28 +457,33 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	if got := e.kubeProxyObjects(ctx); len(got) != 2 {
 		t.Errorf("kube-proxy objects after the swap back: %v", got)
 	}
-	if v := e.releaseValues(ctx); v["kubeProxyReplacement"] != false {
-		t.Errorf("release values after the swap back: %v", v)
+	if out := e.node(ctx, "cp-1", labKubectl+"-n kube-system get daemonset kube-proxy -o jsonpath='{.status.numberReady}'"); out != "7" {
+		t.Errorf("kube-proxy ready on %s nodes after the swap back", out)
 	}
-	if rel := e.release(ctx, s); rel.Revision != 2 {
+	e.checkPodNetwork(ctx, s, false)
+	if rel := e.release(ctx, s); rel.Revision != 3 {
 		t.Errorf("release after the swap back: %+v", rel)
 	}
 	e.checkGPU(ctx, string(dropIn))
 
-	// A failing upgrade (its Deployment never becomes available here) is
-	// rolled back to the last good revision.
+	// A failing upgrade (its operator pods cannot be placed) is rolled
+	// back to the last good revision.
 	e.checkRollback(ctx, s)
 	e.noChanges(ctx, s, "up after the rollback")
 
 	// A fresh cluster with the replacement: kubeadm never installs
-	// kube-proxy, the release is installed once the control plane is up.
+	// kube-proxy, Cilium comes up once every node has joined, and no Node
+	// is Ready before it.
 	e.destroy(ctx, s)
 	s = e.open(ctx, ciliumInv)
+	w = e.watchNodes(ctx)
 	e.up(ctx, s)
+	w.end(t)
 	if got := e.kubeProxyObjects(ctx); len(got) != 0 {
 		t.Errorf("kube-proxy objects in a fresh Cilium cluster: %v", got)
 	}
-	if rel := e.release(ctx, s); rel.Revision != 1 || rel.Values["kubeProxyReplacement"] != true {
+	e.checkPodNetwork(ctx, s, true)
+	if rel := e.release(ctx, s); rel.Revision != 1 {
 		t.Errorf("release in a fresh Cilium cluster: %+v", rel)
 	}
 	e.checkGPU(ctx, string(dropIn))
@@ -369,14 +510,22 @@ func (e *e2e) release(ctx context.Context, s *Stack) helmrelease.Live {
 	return l
 }
 
+// checkRollback upgrades the release with values the cluster cannot
+// satisfy (the operator bound to nodes that do not exist): the wait fails
+// and the release is rolled back to the last good revision.
 func (e *e2e) checkRollback(ctx context.Context, s *Stack) {
 	e.t.Helper()
 	before := e.release(ctx, s)
-	broken, err := loader.Load(buildFixtureChart(e.t, e.work, "0.2.0", true))
+	ch, err := loader.Load(e.lab.ChartPath())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, err = helmrelease.Apply(ctx, e.helmTarget(ctx, s), broken, before.Values, 15*time.Second, nil)
+	broken := map[string]any{}
+	for k, v := range before.Values {
+		broken[k] = v
+	}
+	broken["operator"] = map[string]any{"rollOutPods": true, "nodeSelector": map[string]any{"homelab.dev/nowhere": "true"}}
+	_, err = helmrelease.Apply(ctx, e.helmTarget(ctx, s), ch, broken, 20*time.Second, nil)
 	var rb *helmrelease.RolledBackError
 	if !errors.As(err, &rb) || rb.Revision != before.Revision {
 		e.t.Fatalf("broken upgrade: %v", err)
@@ -385,7 +534,7 @@ func (e *e2e) checkRollback(ctx context.Context, s *Stack) {
 	if after.Status != "deployed" || after.Chart != before.Chart || after.Revision != before.Revision+2 {
 		e.t.Errorf("after the rollback: %+v (before %+v)", after, before)
 	}
-	if v := e.releaseValues(ctx); v["kubeProxyReplacement"] != false {
-		e.t.Errorf("values after the rollback: %v", v)
+	if v := e.ciliumConfig(ctx); v["kube-proxy-replacement"] != "false" {
+		e.t.Errorf("cilium-config after the rollback: %v", v)
 	}
 }

@@ -219,7 +219,7 @@ func (e *e2e) destroy(ctx context.Context, s *Stack) {
 	}
 	for _, node := range s.Inv.Nodes {
 		n := node.Name
-		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
+		out := e.node(ctx, n, "ls /etc/kubernetes/manifests 2>/dev/null; ls /etc/kubernetes/*.conf /etc/kubernetes/kubeadm 2>/dev/null; ls /var/lib/etcd 2>/dev/null; ls /etc/cni/net.d 2>/dev/null; pgrep -x etcd; pgrep -x kube-apiserver; true")
 		if strings.TrimSpace(out) != "" {
 			e.t.Errorf("%s not clean after destroy:\n%s", n, out)
 		}

@@ -45,8 +45,8 @@ func TestReplaceInTheLab(t *testing.T) {
 	e.node(ctx, "cp-1", adminKubectl+"-n kube-system delete secret kubeadm-certs --ignore-not-found && "+
 		adminKubectl+"-n kube-system delete secret --field-selector type=bootstrap.kubernetes.io/token")
 
-	// gpu-1 gets a new machine; the user accepts its key (the lab's
-	// known_hosts has it) and writes its new MAC into the inventory.
+	// gpu-1 gets a new machine; the user writes its new MAC into the
+	// inventory, is refused its new host key and accepts it.
 	replaced := time.Now()
 	if err := e.lab.Replace(ctx, "gpu-1"); err != nil {
 		t.Fatal(err)
@@ -57,6 +57,7 @@ func TestReplaceInTheLab(t *testing.T) {
 		return strings.Replace(s, `mac: "52:54:00:4d:00:82"`, `mac: "`+gpu1MAC+`"`, 1)
 	})
 	s2 := e.open(ctx, grown)
+	e.acceptReplaced(ctx, s2, "gpu-1")
 	listed := e.previewWithKeys(ctx, s2)
 	for _, want := range [][]string{
 		{"create homelab:index:KubeadmJoin cp-3"}, {"create homelab:index:KubeadmJoin gpu-4"},
@@ -140,16 +141,8 @@ func (e *e2e) rebuildEveryMachine(ctx context.Context, inv string) {
 // kubeadm init ran. A blank cp-1 must re-join, never init a second cluster.
 func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 	t := e.t
-	saved, err := os.ReadFile(e.lab.KnownHostsPath())
-	if err != nil {
-		t.Fatal(err)
-	}
 	replaced := time.Now()
 	if err := e.lab.Replace(ctx, "cp-1"); err != nil {
-		t.Fatal(err)
-	}
-	// The user's known_hosts still has the old key.
-	if err := os.WriteFile(e.lab.KnownHostsPath(), saved, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cp1MAC := e.labMAC("cp-1")
@@ -161,17 +154,7 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 		return strings.Replace(string(data), `mac: "52:54:00:4d:00:78"`, `mac: "`+cp1MAC+`"`, 1)
 	})
 	s := e.open(ctx, newInv)
-	if _, err := s.PreviewChanges(ctx, true); err == nil || !strings.Contains(err.Error(), "HOST KEY CHANGED") || !strings.Contains(err.Error(), "homelab hosts accept cp-1") {
-		t.Fatalf("preview with cp-1's host key changed: %v", err)
-	}
-	n, _ := s.Inv.Node("cp-1")
-	key, err := hostkeys.Live(ctx, hostkeys.DialFunc(netns.DialerFor(lab.GatewayNetns)), net.JoinHostPort(n.Address, "22"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hostkeys.Replace(e.lab.KnownHostsPath(), hostkeys.Hosts(n.Name, n.Address, 22), key); err != nil {
-		t.Fatal(err)
-	}
+	e.acceptReplaced(ctx, s, "cp-1")
 
 	listed := e.previewWithKeys(ctx, s)
 	for _, want := range [][]string{{"update homelab:index:Host cp-1", "hostKey", "mac"}, {"update homelab:index:KubeadmJoin cp-1", "joined"}, {"update homelab:index:NodeMeta cp-1", "machine"}} {
@@ -224,6 +207,35 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 		t.Errorf("up after the re-join ran mutating commands: %v", m)
 	}
 	return newInv
+}
+
+// acceptReplaced is what the user goes through after swapping a machine:
+// the provisioner's known_hosts still has the old host key, so a refreshing
+// preview refuses, naming the command; the user reads the new key's
+// fingerprint on the machine's console (here through the lab's own
+// record) and accepts exactly that key, as `homelab hosts accept NODE
+// --fingerprint SHA256:...` does. A fingerprint that is not the node's is
+// refused.
+func (e *e2e) acceptReplaced(ctx context.Context, s *Stack, node string) {
+	t := e.t
+	t.Helper()
+	_, err := s.PreviewChanges(ctx, true)
+	if err == nil || !strings.Contains(err.Error(), "HOST KEY CHANGED") || !strings.Contains(err.Error(), "homelab hosts accept "+node) {
+		t.Fatalf("preview with %s's machine replaced: %v", node, err)
+	}
+	console := strings.Fields(e.node(ctx, node, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"))
+	if len(console) < 2 || !strings.HasPrefix(console[1], "SHA256:") {
+		t.Fatalf("%s's console shows %v", node, console)
+	}
+	n, _ := s.Inv.Node(node)
+	dial := hostkeys.DialFunc(netns.DialerFor(lab.GatewayNetns))
+	addr, hosts := net.JoinHostPort(n.Address, "22"), hostkeys.Hosts(n.Name, n.Address, 22)
+	if _, err := hostkeys.Accept(ctx, dial, e.lab.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint("SHA256:not-the-machine")); err == nil {
+		t.Fatalf("%s: a fingerprint that is not the machine's was accepted", node)
+	}
+	if _, err := hostkeys.Accept(ctx, dial, e.lab.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint(console[1])); err != nil {
+		t.Fatalf("accepting %s's key: %v", node, err)
+	}
 }
 
 // hasChange reports whether a listed change starts with prefix (operation,

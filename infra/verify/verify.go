@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -189,14 +190,12 @@ func checkNodes(ctx context.Context, cs kubernetes.Interface, inv *inventory.Inv
 			problems = append(problems, want.Name+" is not registered")
 			continue
 		}
-		ready := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready = true
+		if why := readiness.Of(&n); why != "" {
+			p := want.Name + " is not " + why
+			if readiness.NoNetwork(why) && inv.Cluster.CNI == inventory.CNINone {
+				p += " (cluster.cni is none: homelab installs no pod network; install yours)"
 			}
-		}
-		if !ready {
-			problems = append(problems, want.Name+" is not Ready")
+			problems = append(problems, p)
 		}
 		var internal []string
 		for _, a := range n.Status.Addresses {

@@ -12,3 +12,14 @@ const (
 	Release   = "cilium"
 	Namespace = "kube-system"
 )
+
+// What Cilium's chart creates that homelab waits for and reads: the agent
+// DaemonSet (one pod per node, labelled k8s-app=cilium), whose pods write
+// the CNI configuration ConfigFile into /etc/cni/net.d, and the agents'
+// ConfigMap.
+const (
+	AgentDaemonSet = "cilium"
+	AgentLabel     = "k8s-app=cilium"
+	ConfigMap      = "cilium-config"
+	ConfigFile     = "05-cilium.conflist"
+)

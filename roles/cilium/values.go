@@ -1,8 +1,11 @@
-// Package cilium renders the Helm values that make Cilium replace
-// kube-proxy. Without kube-proxy the kubernetes Service is unroutable until
-// Cilium runs, so Cilium must reach the API at the cluster's endpoint: the
-// VIP or DNS name, never one node's own address unless the user chose the
-// single-ip layout (then the whole CNI depends on that node).
+// Package cilium renders the Helm values of Cilium, the cluster's pod
+// network in every mode: with kube-proxy kept it is the CNI alone
+// (kubeProxyReplacement false); replacing kube-proxy it also serves
+// Services with eBPF. Either way Cilium reaches the API at the cluster's
+// endpoint, the VIP or DNS name, never one node's own address unless the
+// user chose the single-ip layout (then the whole CNI depends on that
+// node): without kube-proxy the kubernetes Service is unroutable until
+// Cilium runs.
 package cilium
 
 import (
@@ -19,6 +22,11 @@ type Values struct {
 	K8sServicePort       int     `json:"k8sServicePort"`
 	Cluster              Cluster `json:"cluster"`
 	IPAM                 IPAM    `json:"ipam"`
+	// RollOutCiliumPods restarts the agents when cilium-config changes:
+	// an agent reads kube-proxy-replacement only when it starts, so a swap
+	// without it would leave the agents in their old mode.
+	RollOutCiliumPods bool     `json:"rollOutCiliumPods"`
+	Operator          Operator `json:"operator"`
 }
 
 type Cluster struct {
@@ -31,7 +39,12 @@ type IPAM struct {
 	Mode string `json:"mode"`
 }
 
-// For returns the values for the inventory's endpoint.
+// Operator: rolled with the configuration too.
+type Operator struct {
+	RollOutPods bool `json:"rollOutPods"`
+}
+
+// For returns the values for the inventory's endpoint and mode.
 func For(inv *inventory.Inventory) Values {
 	return Values{
 		KubeProxyReplacement: inv.Cluster.KubeProxy.Replacement == inventory.ReplacementCilium,
@@ -39,6 +52,8 @@ func For(inv *inventory.Inventory) Values {
 		K8sServicePort:       inv.Cluster.Endpoint.Port,
 		Cluster:              Cluster{Name: inv.Cluster.Name},
 		IPAM:                 IPAM{Mode: "kubernetes"},
+		RollOutCiliumPods:    true,
+		Operator:             Operator{RollOutPods: true},
 	}
 }
 

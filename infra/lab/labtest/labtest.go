@@ -110,16 +110,17 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 }
 
 // Inventory writes inventory/lab.yaml as UpWith edited it, with this lab's
-// SSH key and known_hosts, edited by edit (nil: as it is), as NAME.yaml in
-// Work.
+// SSH key, known_hosts and Cilium chart, edited by edit (nil: as it is), as
+// NAME.yaml in Work.
 func (l *Lab) Inventory(name string, edit func(string) string) string {
 	l.t.Helper()
 	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	s := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", l.KeyPath())
-	s = strings.ReplaceAll(s, "/srv/homelab-lab/ssh/known_hosts", l.KnownHostsPath())
+	// The lab's files (SSH key, known_hosts, the Cilium stand-in chart)
+	// are under this lab's directory, not the default one.
+	s := strings.ReplaceAll(string(data), lab.DefaultDir+"/", l.Dir+"/")
 	if l.base != nil {
 		s = l.base(s)
 	}

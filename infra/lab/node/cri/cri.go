@@ -1,7 +1,10 @@
 // Package cri is the container runtime stand-in of the emulated homelab: a
-// CRI v1 server on containerd's socket that has every image, runs no
-// containers, and presents the kubelet stand-in's static pod processes as
-// pod sandboxes so that `kubeadm reset` stops them.
+// CRI v1 server on containerd's socket that has every image and runs no
+// containers. It presents the kubelet stand-in's static pod processes as
+// pod sandboxes so that `kubeadm reset` stops them, and decides the
+// sandboxes of other pods as containerd would: the runtime handler must be
+// configured and its binary present, and a pod network needs a CNI network
+// loaded from /etc/cni/net.d (which its Status reports as NetworkReady).
 package cri
 
 import (
@@ -12,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -37,8 +39,16 @@ const (
 
 // Config of the stand-in.
 type Config struct {
-	Address      string // unix socket path
+	Address string // unix socket path
+	// ConfigPath is containerd's config.toml (default
+	// /etc/containerd/config.toml; its imports are read too).
+	ConfigPath string
+	// SandboxImage, CNIConfDir and CNIBinDirs override the configuration.
 	SandboxImage string
+	CNIConfDir   string
+	CNIBinDirs   []string
+	// SandboxDir holds the sandboxes of pods from the API.
+	SandboxDir string
 	// PodStateDir holds the kubelet stand-in's records of static pods.
 	PodStateDir string
 	// ImageFSDir is the directory whose filesystem ImageFsInfo reports.
@@ -53,8 +63,11 @@ func (c *Config) defaults() {
 		c.Address = DefaultAddress
 	}
 	c.Address = strings.TrimPrefix(c.Address, "unix://")
-	if c.SandboxImage == "" {
-		c.SandboxImage = DefaultSandboxImage
+	if c.ConfigPath == "" {
+		c.ConfigPath = DefaultConfigPath
+	}
+	if c.SandboxDir == "" {
+		c.SandboxDir = DefaultSandboxDir
 	}
 	if c.PodStateDir == "" {
 		c.PodStateDir = staticpod.DefaultStateDir
@@ -78,7 +91,6 @@ func (c *Config) defaults() {
 // ignored.
 func Main(args []string) int {
 	var c Config
-	var configFile string
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
 		if !strings.HasPrefix(args[i], "-") {
@@ -101,15 +113,10 @@ func Main(args []string) int {
 			case "address", "a":
 				c.Address = val
 			case "config", "c":
-				configFile = val
+				c.ConfigPath = val
 			default:
 				c.PodStateDir = val
 			}
-		}
-	}
-	if configFile != "" {
-		if b, err := os.ReadFile(configFile); err == nil {
-			c.SandboxImage = sandboxImageFromConfig(string(b))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -121,19 +128,24 @@ func Main(args []string) int {
 	return 0
 }
 
-// sandboxImageFromConfig finds the pause image in a containerd config.toml:
-// sandbox_image (containerd 1.x) or sandbox in pinned_images (2.x).
-func sandboxImageFromConfig(toml string) string {
-	re := regexp.MustCompile(`(?m)^\s*(?:sandbox_image|sandbox)\s*=\s*["']([^"']+)["']`)
-	if m := re.FindStringSubmatch(toml); m != nil {
-		return m[1]
-	}
-	return ""
-}
-
-// Serve listens on c.Address until ctx ends.
+// Serve listens on c.Address until ctx ends. containerd reads its
+// configuration once, at start (a changed drop-in needs a restart); only
+// the CNI directory is watched, which Status reads on every call.
 func Serve(ctx context.Context, c Config) error {
 	c.defaults()
+	rc, err := LoadRuntimeConfig(c.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("loading config: %w", err)
+	}
+	if c.SandboxImage != "" {
+		rc.SandboxImage = c.SandboxImage
+	}
+	if c.CNIConfDir != "" {
+		rc.CNIConfDir = c.CNIConfDir
+	}
+	if len(c.CNIBinDirs) > 0 {
+		rc.CNIBinDirs = c.CNIBinDirs
+	}
 	if err := os.MkdirAll(filepath.Dir(c.Address), 0o755); err != nil {
 		return err
 	}
@@ -147,10 +159,10 @@ func Serve(ctx context.Context, c Config) error {
 	}
 	_ = os.Chmod(c.Address, 0o660)
 	srv := grpc.NewServer()
-	s := newServer(c)
+	s := newServer(c, rc)
 	runtimeapi.RegisterRuntimeServiceServer(srv, &runtimeService{s: s})
 	runtimeapi.RegisterImageServiceServer(srv, &imageService{s: s})
-	c.Logf("serving CRI v1 on %s (sandbox image %s)", c.Address, c.SandboxImage)
+	c.Logf("serving CRI v1 on %s (sandbox image %s, CNI from %s, runtimes %v)", c.Address, rc.SandboxImage, rc.CNIConfDir, rc.handlers())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

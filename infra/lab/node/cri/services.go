@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,18 +20,32 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/staticpod"
 )
 
 type server struct {
 	c       Config
+	rc      RuntimeConfig
 	started time.Time
-	mu      sync.Mutex
-	images  map[string]bool // pulled, besides the sandbox image
+	// mu guards images and serialises address allocation.
+	mu     sync.Mutex
+	images map[string]bool // pulled, besides the sandbox image
 }
 
-func newServer(c Config) *server {
-	return &server{c: c, started: time.Now(), images: map[string]bool{}}
+func newServer(c Config, rc RuntimeConfig) *server {
+	return &server{c: c, rc: rc, started: time.Now(), images: map[string]bool{}}
+}
+
+func (s *server) runtimeConfig() RuntimeConfig { return s.rc }
+
+func (rc RuntimeConfig) handlers() []string {
+	var out []string
+	for h := range rc.Runtimes {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
 }
 
 type runtimeService struct {
@@ -46,25 +62,81 @@ func (r *runtimeService) Version(context.Context, *runtimeapi.VersionRequest) (*
 	}, nil
 }
 
+// Status reports the runtime ready and the network as containerd's CRI
+// plugin does: ready once the CNI directory yields a network.
 func (r *runtimeService) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	rc := r.s.runtimeConfig()
+	_, loadErr := cniconf.Load(rc.CNIConfDir)
+	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if loadErr != nil {
+		network.Status, network.Reason, network.Message = false, cniconf.NotReadyReason, cniconf.NotReadyMessage
+	}
 	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
-		{Type: runtimeapi.NetworkReady, Status: true},
+		network,
 	}}}
+	for _, h := range rc.handlers() {
+		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{Name: h})
+	}
 	if req.GetVerbose() {
-		// kubeadm's preflight reads the sandbox image from here.
-		cfg, _ := json.Marshal(map[string]any{"sandboxImage": r.s.c.SandboxImage})
-		resp.Info = map[string]string{"config": string(cfg)}
+		resp.Info = verboseInfo(rc, loadErr)
 	}
 	return resp, nil
+}
+
+// verboseInfo is containerd's `crictl info`: the CRI configuration (kubeadm's
+// preflight reads the sandbox image from it; the kubelet stand-in nothing)
+// and the last CNI load's result.
+func verboseInfo(rc RuntimeConfig, loadErr error) map[string]string {
+	cfg, _ := json.Marshal(map[string]any{
+		"sandboxImage": rc.SandboxImage,
+		"containerd":   map[string]any{"defaultRuntimeName": rc.DefaultRuntime, "runtimes": rc.Runtimes},
+		"cni":          map[string]any{"confDir": rc.CNIConfDir, "binDirs": rc.CNIBinDirs, "maxConfNum": 1},
+	})
+	status := "OK"
+	if loadErr != nil {
+		status = "cni config load failed: " + loadErr.Error()
+	}
+	last, _ := json.Marshal(status)
+	return map[string]string{"config": string(cfg), "lastCNILoadStatus": string(last)}
 }
 
 func (r *runtimeService) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
 }
 
-func (r *runtimeService) UpdateRuntimeConfig(context.Context, *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+// UpdateRuntimeConfig takes the node's pod CIDR, which the kubelet passes
+// on once the controller-manager assigned it: pod addresses come from it.
+func (r *runtimeService) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	cidr := req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr()
+	if cidr != "" && cidr != r.s.podCIDR() {
+		if err := os.MkdirAll(filepath.Dir(r.s.podCIDRPath()), 0o700); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if err := os.WriteFile(r.s.podCIDRPath(), []byte(cidr+"\n"), 0o600); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		r.s.c.Logf("pod CIDR %s", cidr)
+	}
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// RunPodSandbox sets up a sandbox for a pod of the API, or fails as
+// containerd would (see runPodSandbox).
+func (r *runtimeService) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	sb, err := r.s.runPodSandbox(req)
+	if err != nil {
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	r.s.c.Logf("sandbox %s for pod %s/%s (%s)", sb.ID[:12], sb.Namespace, sb.Name, sandboxNet(sb))
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.ID}, nil
+}
+
+func sandboxNet(sb podSandbox) string {
+	if sb.HostNetwork {
+		return "host network"
+	}
+	return "network " + sb.Network + ", " + sb.IP
 }
 
 // sandbox is a static pod process presented as a pod sandbox.
@@ -132,7 +204,61 @@ func (r *runtimeService) ListPodSandbox(_ context.Context, req *runtimeapi.ListP
 			Labels:    sb.labels(),
 		})
 	}
+	for _, sb := range r.s.podSandboxes() {
+		if f.GetId() != "" && !strings.HasPrefix(sb.ID, f.GetId()) {
+			continue
+		}
+		if f.GetState() != nil && f.GetState().GetState() != sb.state() {
+			continue
+		}
+		if !matches(sb.Labels, f.GetLabelSelector()) {
+			continue
+		}
+		resp.Items = append(resp.Items, &runtimeapi.PodSandbox{
+			Id:             sb.ID,
+			Metadata:       sb.metadata(),
+			State:          sb.state(),
+			CreatedAt:      sb.Created.UnixNano(),
+			Labels:         sb.Labels,
+			Annotations:    sb.Annotations,
+			RuntimeHandler: sb.Handler,
+		})
+	}
 	return resp, nil
+}
+
+func (sb podSandbox) state() runtimeapi.PodSandboxState {
+	if sb.Stopped {
+		return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}
+	return runtimeapi.PodSandboxState_SANDBOX_READY
+}
+
+func (sb podSandbox) metadata() *runtimeapi.PodSandboxMetadata {
+	return &runtimeapi.PodSandboxMetadata{Name: sb.Name, Uid: sb.UID, Namespace: sb.Namespace, Attempt: sb.Attempt}
+}
+
+func (sb podSandbox) status() *runtimeapi.PodSandboxStatus {
+	mode := runtimeapi.NamespaceMode_POD
+	if sb.HostNetwork {
+		mode = runtimeapi.NamespaceMode_NODE
+	}
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             sb.ID,
+		Metadata:       sb.metadata(),
+		State:          sb.state(),
+		CreatedAt:      sb.Created.UnixNano(),
+		Labels:         sb.Labels,
+		Annotations:    sb.Annotations,
+		RuntimeHandler: sb.Handler,
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{
+			Network: mode, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD,
+		}}},
+	}
+	if sb.IP != "" && !sb.Stopped {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: sb.IP}
+	}
+	return st
 }
 
 func matches(labels, selector map[string]string) bool {
@@ -145,6 +271,9 @@ func matches(labels, selector map[string]string) bool {
 }
 
 func (r *runtimeService) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	if psb, ok := r.s.findPodSandbox(req.GetPodSandboxId()); ok {
+		return &runtimeapi.PodSandboxStatusResponse{Status: psb.status()}, nil
+	}
 	sb, ok := r.find(req.GetPodSandboxId())
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", req.GetPodSandboxId())
@@ -164,6 +293,14 @@ func (r *runtimeService) PodSandboxStatus(_ context.Context, req *runtimeapi.Pod
 // StopPodSandbox ends the static pod's process. This is how `kubeadm reset`
 // (which stops the kubelet first) takes the control plane of a node down.
 func (r *runtimeService) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	if psb, ok := r.s.findPodSandbox(req.GetPodSandboxId()); ok {
+		// Its network torn down: the address is free again.
+		psb.Stopped = true
+		if err := r.s.saveSandbox(psb); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
 	if sb, ok := r.find(req.GetPodSandboxId()); ok {
 		r.s.c.Logf("stopping pod sandbox %s (%s, pid %d)", sb.id[:12], sb.rec.Name, sb.rec.PID)
 		sb.rec.Stop(r.grace(ctx))
@@ -183,6 +320,12 @@ func (r *runtimeService) grace(ctx context.Context) time.Duration {
 }
 
 func (r *runtimeService) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	if psb, ok := r.s.findPodSandbox(req.GetPodSandboxId()); ok {
+		if err := os.Remove(r.s.sandboxPath(psb.ID)); err != nil && !os.IsNotExist(err) {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &runtimeapi.RemovePodSandboxResponse{}, nil
+	}
 	if sb, ok := r.find(req.GetPodSandboxId()); ok {
 		sb.rec.Stop(r.grace(ctx))
 		if err := staticpod.RemoveRecord(r.s.c.PodStateDir, sb.rec.Name); err != nil {
@@ -267,9 +410,9 @@ func image(ref string) *runtimeapi.Image {
 
 func (i *imageService) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
 	i.s.mu.Lock()
-	names := []string{i.s.c.SandboxImage}
+	names := []string{i.s.rc.SandboxImage}
 	for n := range i.s.images {
-		if n != i.s.c.SandboxImage {
+		if n != i.s.rc.SandboxImage {
 			names = append(names, n)
 		}
 	}
@@ -282,7 +425,7 @@ func (i *imageService) ListImages(_ context.Context, req *runtimeapi.ListImagesR
 		if want != "" && want != n && img.Id != image(want).Id {
 			continue
 		}
-		if n == i.s.c.SandboxImage {
+		if n == i.s.rc.SandboxImage {
 			img.Pinned = true
 		}
 		resp.Images = append(resp.Images, img)

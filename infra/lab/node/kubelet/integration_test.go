@@ -174,6 +174,11 @@ func runIntegration(t *testing.T, kubeDir, etcdDir string) {
 		t.Errorf("client cert subject %v", cert.Subject)
 	}
 
+	// No CNI configuration yet: NotReady in the kubelet's words, until the
+	// Cilium agent's pod (a DaemonSet's) starts and writes one.
+	e.waitNodeCondition("itest-a", corev1.ConditionFalse, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
+	t.Logf("Node NotReady for want of a pod network %s after the token existed", time.Since(tokenAt).Round(time.Millisecond))
+	e.checkPodsAndNetwork(nodeA)
 	nodeReady := e.waitNodeReady("itest-a")
 	t.Logf("Node Ready %s after the token existed", time.Since(tokenAt).Round(time.Millisecond))
 	if nodeReady.Labels["homelab.dev/pool"] != "cp" || nodeReady.Labels["kubernetes.io/hostname"] != "itest-a" {
@@ -309,6 +314,10 @@ func (e *env) nodeDirs(name string) nodeDirs {
 }
 
 func (e *env) runKubelet(c kubelet.Config, d nodeDirs) (stop func()) {
+	c.Root = d.root
+	c.PodStateDir = filepath.Join(d.root, "run/homelab-kubelet/pods")
+	c.PodInterval = 500 * time.Millisecond
+	c.RuntimeInterval = time.Second
 	c.RootDir = filepath.Join(d.root, "var/lib/kubelet")
 	c.ManifestDir, c.StateDir, c.LogDir, c.PKIDir = d.manifests, d.state, d.logs, d.pkiDir
 	c.RuntimeEndpoint = "unix://" + e.criSock
@@ -331,13 +340,18 @@ func (e *env) runKubelet(c kubelet.Config, d nodeDirs) (stop func()) {
 	return func() { once.Do(func() { cancel(); wg.Wait() }) }
 }
 
+// startCRI serves the runtime stand-in for node a's tree: its CNI
+// directories are node a's (node b shares the runtime).
 func (e *env) startCRI() {
 	e.criSock = filepath.Join(e.dir, "containerd.sock")
+	root := filepath.Join(e.dir, "node-a")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = cri.Serve(ctx, cri.Config{Address: e.criSock, PodStateDir: filepath.Join(e.dir, "none"), Logf: e.t.Logf})
+		_ = cri.Serve(ctx, cri.Config{Address: e.criSock, PodStateDir: filepath.Join(e.dir, "none"), ConfigPath: filepath.Join(e.dir, "no-config.toml"),
+			CNIConfDir: filepath.Join(root, "etc/cni/net.d"), CNIBinDirs: []string{filepath.Join(root, "opt/cni/bin")},
+			SandboxDir: filepath.Join(e.dir, "sandboxes"), Logf: e.t.Logf})
 	}()
 	e.t.Cleanup(func() { cancel(); <-done })
 }
@@ -502,7 +516,10 @@ func (e *env) writeControlPlane(dir string, extraArgs ...string) {
 			"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 			"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 			"--enable-bootstrap-token-auth=true"},
+		"kube-scheduler": {"kube-scheduler", "--kubeconfig=" + admin, "--authentication-kubeconfig=" + admin,
+			"--authorization-kubeconfig=" + admin, "--bind-address=127.0.0.1", "--leader-elect=false"},
 		"kube-controller-manager": {"kube-controller-manager", "--kubeconfig=" + admin,
+			"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16",
 			"--authentication-kubeconfig=" + admin, "--authorization-kubeconfig=" + admin,
 			"--bind-address=127.0.0.1", "--leader-elect=false",
 			"--cluster-signing-cert-file=" + p("ca.crt"), "--cluster-signing-key-file=" + p("ca.key"),

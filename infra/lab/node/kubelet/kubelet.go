@@ -1,13 +1,19 @@
 // Package kubelet is the kubelet stand-in of the emulated homelab. A node
 // there has no container runtime, so the stand-in runs the static pods that
 // kubeadm writes as plain processes of the node, and otherwise does what
-// kubeadm expects of a kubelet: answer on the healthz port, do the TLS
-// bootstrap, register the Node, post a Ready status, renew the node Lease and
-// keep mirror pods of the static pods.
+// kubeadm and the cluster expect of a kubelet: answer on the healthz port,
+// do the TLS bootstrap, register the Node, post its status with a Ready
+// condition that follows the container runtime's (Ready=False while the
+// runtime's network is not ready, as the kubelet's), renew the node Lease,
+// keep mirror pods of the static pods, and take the pods the API binds to
+// the node through the runtime's sandboxes to the status a real node would
+// give them (package pods).
 package kubelet
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +31,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/ciliumagent"
 	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/clientcert"
 	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/mirror"
 	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/nodestatus"
+	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/pods"
 	"github.com/homelab-dev/homelab/infra/lab/node/kubelet/staticpod"
 )
 
@@ -74,6 +83,16 @@ type Config struct {
 	CredentialRetry time.Duration
 	// MirrorInterval is the period of the mirror pod sync (default 2 s).
 	MirrorInterval time.Duration
+	// RuntimeInterval is the period of the runtime status check (5 s).
+	RuntimeInterval time.Duration
+	// PodStateDir remembers the API pods whose containers count as started
+	// (default pods.DefaultStateDir, under /run).
+	PodStateDir string
+	// PodInterval is the period of the API pod sync (default 2 s).
+	PodInterval time.Duration
+	// Root prefixes the node paths the stand-in writes for pods (hostPath
+	// volumes, the Cilium agent's files); "" is /.
+	Root string
 
 	Logf func(format string, args ...any)
 }
@@ -241,6 +260,11 @@ func Run(ctx context.Context, c Config) error {
 	}
 	c.Logf("starting %s for node %s (node IP %q), static pods from %s", Version, c.NodeName, c.NodeIP, c.ManifestDir)
 
+	// The device manager's directory, which the kubelet makes at start:
+	// device plugins mount it and register on its socket.
+	if err := os.MkdirAll(filepath.Join(c.RootDir, "device-plugins"), 0o755); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -321,10 +345,26 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 		c.Logf("API client: %v", err)
 		return
 	}
-	rv := &runtimeVersion{endpoint: c.RuntimeEndpoint}
-	done := make(chan struct{})
+	rt, err := newRuntimeClient(c.RuntimeEndpoint)
+	if err != nil {
+		c.Logf("runtime endpoint %s: %v", c.RuntimeEndpoint, err)
+		return
+	}
+	defer rt.Close()
+	caPool, err := serverCAs(restCfg)
+	if err != nil {
+		c.Logf("API TLS: %v", err)
+		return
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(3)
 	go func() {
-		defer close(done)
+		defer wg.Done()
+		rt.watch(ctx, c.RuntimeInterval, c.Logf)
+	}()
+	go func() {
+		defer wg.Done()
 		mirror.Run(ctx, client, mirror.Options{
 			NodeName: c.NodeName,
 			NodeIP:   c.NodeIP,
@@ -333,7 +373,26 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 			Logf:     c.Logf,
 		})
 	}()
-	defer func() { <-done }()
+	go func() {
+		defer wg.Done()
+		pods.Run(ctx, client, pods.Options{
+			NodeName:     c.NodeName,
+			NodeIP:       c.NodeIP,
+			Runtime:      rt.rt,
+			NetworkError: func() error { return rt.State().NetworkError() },
+			StateDir:     c.PodStateDir,
+			Root:         c.Root,
+			Interval:     c.PodInterval,
+			Agents: []pods.Agent{&ciliumagent.Agent{
+				Client:    client,
+				TLS:       &tls.Config{RootCAs: caPool},
+				APIServer: strings.TrimPrefix(restCfg.Host, "https://"),
+				Root:      c.Root,
+				Logf:      c.Logf,
+			}},
+			Logf: c.Logf,
+		})
+	}()
 	nodestatus.Run(ctx, client, nodestatus.Options{
 		NodeName:       c.NodeName,
 		NodeIP:         c.NodeIP,
@@ -341,10 +400,25 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 		Taints:         c.RegisterWithTaints,
 		StatusInterval: c.StatusInterval,
 		LeaseDuration:  c.LeaseDuration,
-		RuntimeVersion: rv.get,
+		RuntimeVersion: rt.Version,
+		Runtime:        rt.State,
+		Changed:        rt.changed,
 		Machine:        nodestatus.DetectMachine(c.RootDir, c.MaxPods),
 		Logf:           c.Logf,
 	})
+}
+
+// serverCAs are the CAs the kubelet trusts for the API server (the
+// credentials' rotating transport carries them in its own TLS config).
+func serverCAs(cfg *rest.Config) (*x509.CertPool, error) {
+	if t, ok := cfg.Transport.(*http.Transport); ok && t.TLSClientConfig != nil {
+		return t.TLSClientConfig.RootCAs, nil
+	}
+	t, err := rest.TLSConfigFor(cfg)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return t.RootCAs, nil
 }
 
 // serveHealthz answers what kubeadm polls before anything else. The port

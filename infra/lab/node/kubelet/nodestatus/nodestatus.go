@@ -1,7 +1,8 @@
 // Package nodestatus registers the node with the API and keeps it alive
-// there the way the kubelet does: a Ready node status posted every
-// StatusInterval and a Lease in kube-node-lease renewed every quarter of its
-// duration.
+// there the way the kubelet does: a node status posted every
+// StatusInterval (and at once when readiness changes), whose Ready
+// condition follows the container runtime as the kubelet's does (Ready),
+// and a Lease in kube-node-lease renewed every quarter of its duration.
 package nodestatus
 
 import (
@@ -38,8 +39,14 @@ type Options struct {
 	LeaseDuration time.Duration
 	// RuntimeVersion returns the container runtime as "name://version".
 	RuntimeVersion func(context.Context) string
-	Machine        Machine
-	Logf           func(format string, args ...any)
+	// Runtime returns what the runtime last reported; the Ready condition
+	// is derived from it.
+	Runtime func() Runtime
+	// Changed signals that Runtime's answer changed: the status is posted
+	// at once rather than at the next interval.
+	Changed <-chan struct{}
+	Machine Machine
+	Logf    func(format string, args ...any)
 }
 
 // Run registers the node and keeps its status and lease fresh until ctx
@@ -79,6 +86,8 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) {
 		case <-ctx.Done():
 			return
 		case <-statusTick.C:
+			k.note("status", k.updateStatus(ctx))
+		case <-o.Changed:
 			k.note("status", k.updateStatus(ctx))
 		case <-leaseTick.C:
 			k.note("lease", k.renewLease(ctx))
@@ -212,7 +221,12 @@ func (k *keeper) setStatus(ctx context.Context, n *corev1.Node) {
 	setCondition(n, corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available", now)
 	setCondition(n, corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure", now)
 	setCondition(n, corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available", now)
-	setCondition(n, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status", now)
+	var rt Runtime
+	if k.o.Runtime != nil {
+		rt = k.o.Runtime()
+	}
+	status, reason, msg := Ready(rt, now.Time)
+	setCondition(n, corev1.NodeReady, status, reason, msg, now)
 }
 
 // setCondition refreshes the heartbeat and keeps the transition time while

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,8 +22,12 @@ func keeperFor(client *fake.Clientset) *keeper {
 		Taints:         []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}},
 		LeaseDuration:  40e9,
 		RuntimeVersion: func(context.Context) string { return "homelab-cri-standin://0.1" },
-		Machine:        DetectMachine("/", 0),
-		Logf:           func(string, ...any) {},
+		Runtime: func() Runtime {
+			return Runtime{LastSync: time.Now(), Answered: true, RuntimeReady: &RuntimeCondition{Type: "RuntimeReady", Status: true},
+				NetworkReady: &RuntimeCondition{Type: "NetworkReady", Status: true}}
+		},
+		Machine: DetectMachine("/", 0),
+		Logf:    func(string, ...any) {},
 	}}
 }
 
