@@ -38,12 +38,17 @@ type Rendered struct {
 	// ComponentArgs are the flags each control-plane static pod must run
 	// with, by pod name.
 	ComponentArgs map[string][]string
+	// CiliumValues are the pod network's Helm values.
+	CiliumValues []byte
 }
 
-// NodeFiles is one node's files, sorted by path.
+// NodeFiles is one node's files, sorted by path, and the labels and taints
+// its Node object carries.
 type NodeFiles struct {
-	Node  inventory.Node
-	Files []file.File
+	Node   inventory.Node
+	Files  []file.File
+	Labels map[string]string
+	Taints []kubeadm.Taint
 }
 
 // Render renders every node. The inventory must have passed validation.
@@ -62,9 +67,12 @@ func Render(inv *inventory.Inventory, b *pki.Bundle) (*Rendered, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", n.Name, err)
 		}
-		out.Nodes = append(out.Nodes, NodeFiles{Node: n, Files: files})
+		out.Nodes = append(out.Nodes, NodeFiles{Node: n, Files: files, Labels: kubeadm.Labels(n), Taints: kubeadm.Taints(n)})
 	}
-	if out.Cluster, err = clusterFiles(inv); err != nil {
+	if out.CiliumValues, err = cilium.Render(inv); err != nil {
+		return nil, err
+	}
+	if out.Cluster, err = clusterFiles(inv, out.CiliumValues); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -152,25 +160,22 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 				return nil, err
 			}
 			files = append(files,
-				file.File{Path: keepalived.ConfigPath, Mode: 0o600, Content: conf, Secret: true},
-				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript})
+				file.File{Path: keepalived.ConfigPath, Mode: 0o600, Content: conf, Secret: true, Restarts: keepalived.Unit},
+				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript, Restarts: keepalived.Unit})
 		}
 	}
 	if dropIn, ok := gpu.ContainerdDropIn(n); ok {
-		files = append(files, file.File{Path: gpu.ContainerdDropInPath, Mode: 0o644, Content: dropIn})
+		// containerd reads its drop-ins only when it starts.
+		files = append(files, file.File{Path: gpu.ContainerdDropInPath, Mode: 0o644, Content: dropIn, Restarts: gpu.ContainerdUnit})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
 }
 
-func clusterFiles(inv *inventory.Inventory) ([]file.File, error) {
+func clusterFiles(inv *inventory.Inventory, values []byte) ([]file.File, error) {
 	var out []file.File
 	if inv.Cluster.KubeProxy.Replacement == inventory.ReplacementCilium {
-		v, err := cilium.Render(inv)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, file.File{Path: cilium.ValuesPath, Mode: 0o644, Content: v})
+		out = append(out, file.File{Path: cilium.ValuesPath, Mode: 0o644, Content: values})
 	}
 	for _, n := range inv.Nodes {
 		if _, ok := gpu.ContainerdDropIn(n); ok {

@@ -3,10 +3,13 @@ package roles
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -67,6 +70,17 @@ func TestRender(t *testing.T) {
 			for _, f := range r.Cluster {
 				got[filepath.Join("_cluster", f.Path)] = f.Content
 			}
+			// What the provider receives besides file bytes is golden too.
+			for _, nf := range r.Nodes {
+				got[filepath.Join(nf.Node.Name, "_node.yaml")] = nodeFacts(t, nf)
+			}
+			got[filepath.Join("_cluster", "_cluster-config.yaml")] = r.ClusterConfig
+			got[filepath.Join("_cluster", "_cilium-values.yaml")] = r.CiliumValues
+			got[filepath.Join("_cluster", "_render.yaml")] = mustYAML(t, map[string]any{
+				"apiServerSANs": r.APIServerSANs.Strings(),
+				"etcdSANs":      r.EtcdSANs.Strings(),
+				"componentArgs": r.ComponentArgs,
+			})
 			if *update {
 				os.RemoveAll(root)
 				for p, c := range got {
@@ -102,6 +116,33 @@ func TestRender(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeFacts is a node's render beyond its file bytes: its Node's labels and
+// taints, and how each file is handled.
+func nodeFacts(t *testing.T, nf NodeFiles) []byte {
+	type handling struct {
+		Path      string `json:"path"`
+		Mode      string `json:"mode"`
+		Secret    bool   `json:"secret,omitempty"`
+		Transient bool   `json:"transient,omitempty"`
+		OnChange  string `json:"onChange,omitempty"`
+		Restarts  string `json:"restarts,omitempty"`
+	}
+	var files []handling
+	for _, f := range nf.Files {
+		files = append(files, handling{f.Path, fmt.Sprintf("%04o", f.Mode), f.Secret, f.Transient, f.OnChange, f.Restarts})
+	}
+	return mustYAML(t, map[string]any{"labels": nf.Labels, "taints": nf.Taints, "files": files})
+}
+
+func mustYAML(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestRenderIsDeterministic(t *testing.T) {

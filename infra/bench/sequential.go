@@ -13,7 +13,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
-	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -113,8 +112,13 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 				return 0, nil, fmt.Errorf("%s: writing %s: %w", n.Name, f.Path, err)
 			}
 		}
-		if _, err := run(n, "sysctl", "sysctl -e -p "+base.SysctlPath+" >/dev/null"); err != nil {
-			return 0, nil, err
+		for _, f := range nf.Files {
+			if f.OnChange == "" {
+				continue
+			}
+			if _, err := run(n, "sysctl", f.OnChange); err != nil {
+				return 0, nil, err
+			}
 		}
 		what := fmt.Sprintf("%d files + sysctl", len(nf.Files))
 		if vip && n.IsControlPlane() {

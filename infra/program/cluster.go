@@ -135,7 +135,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		cpDone = append(cpDone, j)
 	}
 	for _, n := range cps {
-		if err := declareNodeMeta(ctx, planes[n.Name], cfg, via, n, []pulumi.Resource{planes[n.Name].Join}); err != nil {
+		if err := declareNodeMeta(ctx, planes[n.Name], cfg, via, nodeOf(rendered, n.Name), []pulumi.Resource{planes[n.Name].Join}); err != nil {
 			return nil, err
 		}
 		if err := ctx.RegisterResourceOutputs(planes[n.Name], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
@@ -201,7 +201,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	// The pod network once the control plane is complete and settled
 	// (every ControlPlaneAddress healthy): installing it reads and writes
 	// through the API, which a regenerated apiserver manifest restarts.
-	if _, err := declareDataplane(ctx, cl, cfg, via, init, append(joins, prev)); err != nil {
+	if _, err := declareDataplane(ctx, cl, cfg, rendered, via, init, append(joins, prev)); err != nil {
 		return nil, err
 	}
 
@@ -264,7 +264,7 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 		svc, err := register(ctx, "Service", n.Name+":keepalived", pulumi.Map{
 			"connection": conn,
 			"name":       pulumi.String("keepalived"),
-			"trigger":    pulumi.String(keepalivedTrigger(files)),
+			"trigger":    pulumi.String(file.Trigger(files, keepalived.Unit)),
 		}, &Service{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, nil, err
@@ -317,7 +317,7 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 		return nil, err
 	}
 	w.Join = j
-	if err := declareNodeMeta(ctx, w, cfg, via, n, []pulumi.Resource{j}); err != nil {
+	if err := declareNodeMeta(ctx, w, cfg, via, nodeOf(r, n.Name), []pulumi.Resource{j}); err != nil {
 		return nil, err
 	}
 	if err := declareGPUWorker(ctx, w, cfg, r, n, conn, host, nf); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
@@ -21,12 +22,8 @@ type Dataplane struct {
 // kube-proxy and Cilium's replacement. It follows init (restoring
 // kube-proxy renders the config kubeadm has on the bootstrap node, via) and
 // every join: it waits for every declared node to be Ready.
-func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
+func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
 	inv := cfg.Inventory
-	values, err := cilium.Render(inv)
-	if err != nil {
-		return nil, err
-	}
 	var nodes pulumi.Array
 	for _, n := range inv.Nodes {
 		nodes = append(nodes, connection(cfg, n))
@@ -46,7 +43,7 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, v
 		"cni":            pulumi.String(inv.Cluster.CNI),
 		"clusterUID":     init.ClusterUID,
 		"initConfigPath": pulumi.String(kubeadm.InitConfigPath),
-		"values":         pulumi.String(string(values)),
+		"values":         pulumi.String(string(r.CiliumValues)),
 		"chart":          pulumi.String(chart),
 		"chartSha":       pulumi.String(chartSha),
 		"chartRepo":      pulumi.String(cilium.ChartRepo),

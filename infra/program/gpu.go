@@ -5,6 +5,7 @@ import (
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 )
 
@@ -30,8 +31,8 @@ func declareGPUWorker(ctx *pulumi.Context, w pulumi.Resource, cfg Config, r *rol
 			"sources":     pulumi.String(string(tk.Sources)),
 		},
 		// containerd reads the drop-in only when it starts.
-		"restart":          pulumi.String("containerd"),
-		"trigger":          pulumi.String(sha(contentOf(filesOf(r, n.Name), gpu.ContainerdDropInPath))),
+		"restart":          pulumi.String(gpu.ContainerdUnit),
+		"trigger":          pulumi.String(file.Trigger(filesOf(r, n.Name), gpu.ContainerdUnit)),
 		"requireNvidiaGPU": pulumi.Bool(true),
 		"declaredGPUs":     pulumi.Int(n.GPUs.Count),
 	}, &Package{}, pulumi.Parent(w), pulumi.DependsOn(deps))

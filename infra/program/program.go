@@ -8,16 +8,12 @@ package program
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
-	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/file"
-	"github.com/homelab-dev/homelab/roles/keepalived"
-	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -96,10 +92,8 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 			"content":    content,
 			"mode":       pulumi.Int(int(f.Mode)),
 		}
-		if f.Path == base.SysctlPath {
-			// -e: keys a kernel lacks (bridge ones before br_netfilter
-			// loads) must not fail the run.
-			args["onChange"] = pulumi.String("sysctl -e -p " + base.SysctlPath + " >/dev/null")
+		if f.OnChange != "" {
+			args["onChange"] = pulumi.String(f.OnChange)
 		}
 		res, err := register(ctx, "File", node+":"+f.Path, args, &File{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{after}))
 		if err != nil {
@@ -145,15 +139,16 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	}, &Host{}, pulumi.Parent(parent))
 }
 
-func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, n inventory.Node, after []pulumi.Resource) error {
+func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, nf roles.NodeFiles, after []pulumi.Resource) error {
+	n := nf.Node
 	var taints pulumi.Array
-	for _, t := range kubeadm.Taints(n) {
+	for _, t := range nf.Taints {
 		taints = append(taints, pulumi.Map{"key": pulumi.String(t.Key), "value": pulumi.String(t.Value), "effect": pulumi.String(t.Effect)})
 	}
 	_, err := register(ctx, "NodeMeta", n.Name, pulumi.Map{
 		"via":    via,
 		"node":   pulumi.String(n.Name),
-		"labels": pulumi.ToStringMap(kubeadm.Labels(n)),
+		"labels": pulumi.ToStringMap(nf.Labels),
 		"taints": taints,
 		// Known at preview (a Host output would not be while the Host
 		// itself changes, as on a re-address).
@@ -162,14 +157,14 @@ func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, vi
 	return err
 }
 
-func keepalivedTrigger(files []file.File) string {
-	var parts []string
-	for _, f := range files {
-		if f.Path == keepalived.ConfigPath || f.Path == keepalived.CheckScriptPath {
-			parts = append(parts, sha(f.Content))
+// nodeOf is the node's part of the render.
+func nodeOf(r *roles.Rendered, name string) roles.NodeFiles {
+	for _, nf := range r.Nodes {
+		if nf.Node.Name == name {
+			return nf
 		}
 	}
-	return strings.Join(parts, ",")
+	return roles.NodeFiles{}
 }
 
 func filesOf(r *roles.Rendered, name string) []file.File {

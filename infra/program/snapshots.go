@@ -1,7 +1,6 @@
 package program
 
 import (
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -23,14 +22,10 @@ func declareSnapshotTimer(ctx *pulumi.Context, parent pulumi.Resource, conn pulu
 	if len(deps) == 0 {
 		return nil
 	}
-	var sums []string
-	for _, p := range paths {
-		sums = append(sums, sha(contentOf(files, p)))
-	}
 	_, err := register(ctx, "Service", node+":"+etcdsnapshot.Timer, pulumi.Map{
 		"connection": conn,
 		"name":       pulumi.String(etcdsnapshot.Timer),
-		"trigger":    pulumi.String(strings.Join(sums, ",")),
+		"trigger":    pulumi.String(file.Trigger(files, etcdsnapshot.Timer)),
 	}, &Service{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
 	return err
 }

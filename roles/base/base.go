@@ -26,6 +26,8 @@ net.bridge.bridge-nf-call-ip6tables = 1
 func Files() []file.File {
 	return []file.File{
 		{Path: ModulesPath, Mode: 0o644, Content: []byte(modules)},
-		{Path: SysctlPath, Mode: 0o644, Content: []byte(sysctls)},
+		// -e: keys a kernel lacks (bridge ones before br_netfilter loads)
+		// must not fail the run.
+		{Path: SysctlPath, Mode: 0o644, Content: []byte(sysctls), OnChange: "sysctl -e -p " + SysctlPath + " >/dev/null"},
 	}
 }

@@ -123,9 +123,9 @@ func Files(sn *inventory.Snapshots) ([]file.File, error) {
 		return nil, err
 	}
 	return []file.File{
-		{Path: ScriptPath, Mode: 0o755, Content: s.Bytes()},
-		{Path: ServicePath, Mode: 0o644, Content: []byte(service)},
-		{Path: TimerPath, Mode: 0o644, Content: t.Bytes()},
+		{Path: ScriptPath, Mode: 0o755, Content: s.Bytes(), Restarts: Timer},
+		{Path: ServicePath, Mode: 0o644, Content: []byte(service), Restarts: Timer},
+		{Path: TimerPath, Mode: 0o644, Content: t.Bytes(), Restarts: Timer},
 	}, nil
 }
 

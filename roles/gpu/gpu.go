@@ -13,6 +13,9 @@ import (
 // never wipes the GPU runtime (Kubespray #12277).
 const ContainerdDropInPath = "/etc/containerd/conf.d/99-nvidia.toml"
 
+// ContainerdUnit is the runtime's unit, which reads drop-ins when it starts.
+const ContainerdUnit = "containerd"
+
 // RuntimeClassPath is where the RuntimeClass lands in a render (cluster-wide).
 const RuntimeClassPath = "runtimeclass-nvidia.yaml"
 

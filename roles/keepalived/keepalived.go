@@ -19,6 +19,8 @@ import (
 const (
 	ConfigPath      = "/etc/keepalived/keepalived.conf"
 	CheckScriptPath = "/etc/keepalived/check_apiserver.sh"
+	// Unit reads both only when it starts.
+	Unit = "keepalived"
 )
 
 // Priorities: the first control-plane node is preferred; a failing health
