@@ -40,13 +40,13 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 }
 
 func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, context.CancelFunc, error) {
-	useLabNetns(f.inventory, cmd)
 	ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
 	}
+	useLabNetnsFor(s.Inv, f.inventory, cmd)
 	return s, ctx, cancel, nil
 }
 
@@ -140,15 +140,23 @@ func useLabNetns(invPath string, cmd *cobra.Command) {
 	if os.Getenv(ssh.NetnsEnv) != "" {
 		return
 	}
+	inv, _, err := inventory.Load(invPath)
+	if err != nil {
+		return
+	}
+	useLabNetnsFor(inv, invPath, cmd)
+}
+
+// useLabNetnsFor is useLabNetns for an inventory already loaded.
+func useLabNetnsFor(inv *inventory.Inventory, invPath string, cmd *cobra.Command) {
+	if os.Getenv(ssh.NetnsEnv) != "" {
+		return
+	}
 	l, err := lab.Open("")
 	if err != nil {
 		return
 	}
 	st, err := l.LoadState()
-	if err != nil {
-		return
-	}
-	inv, _, err := inventory.Load(invPath)
 	if err != nil {
 		return
 	}

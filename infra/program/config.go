@@ -82,17 +82,25 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 	if k, ok := ctx.GetConfig(KeyKnownHosts); ok && k != "" {
 		known = inventory.ResolvePath(k, root)
 	}
-	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: known, HostKeys: map[string]string{}}
+	var ignore []string
+	if ig, ok := ctx.GetConfig(KeyIgnorePreflight); ok && ig != "" {
+		ignore = strings.Split(ig, ",")
+	}
+	return NewConfig(inv, bundle, key, known, ignore)
+}
+
+// NewConfig is the Config for an inventory loaded once by the caller. The
+// host keys are read from known_hosts now, at each run: the user may have
+// accepted a new one since the inventory was loaded.
+func NewConfig(inv *inventory.Inventory, bundle *pki.Bundle, privateKey, knownHosts string, ignorePreflight []string) (Config, error) {
+	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: privateKey, KnownHosts: knownHosts, HostKeys: map[string]string{}, IgnorePreflight: ignorePreflight}
 	for _, n := range inv.Nodes {
-		fps, err := hostkeys.Known(known, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
+		fps, err := hostkeys.Known(knownHosts, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
 		if err != nil {
 			return Config{}, fmt.Errorf("known_hosts: %w", err)
 		}
 		slices.Sort(fps)
 		cfg.HostKeys[n.Name] = strings.Join(slices.Compact(fps), ",")
-	}
-	if ig, ok := ctx.GetConfig(KeyIgnorePreflight); ok && ig != "" {
-		cfg.IgnorePreflight = strings.Split(ig, ",")
 	}
 	return cfg, nil
 }

@@ -1,7 +1,6 @@
 package program
 
 import (
-
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"

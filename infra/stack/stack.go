@@ -24,6 +24,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/provider"
@@ -144,7 +145,16 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 		Runtime: workspace.NewProjectRuntimeInfo("go", nil),
 		Plugins: &workspace.Plugins{Providers: []workspace.PluginOptions{{Name: provider.Name, Path: pluginDir}}},
 	}
-	s, err := auto.UpsertStackInlineSource(ctx, o.Stack, program.Project, program.Main,
+	// The program runs on the inventory loaded above, not a second read of
+	// the file (the stack config below is the CLI path's, kept equal).
+	run := func(pctx *pulumi.Context) error {
+		cfg, err := program.NewConfig(inv, bundle, string(key), inv.SSH.KnownHosts, nil)
+		if err != nil {
+			return err
+		}
+		return program.Run(cfg)(pctx)
+	}
+	s, err := auto.UpsertStackInlineSource(ctx, o.Stack, program.Project, run,
 		auto.Project(proj), auto.WorkDir(workDir), auto.EnvVars(env), auto.Pulumi(pulumiCmd),
 		auto.SecretsProvider("passphrase"))
 	if err != nil {
