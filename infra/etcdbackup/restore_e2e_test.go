@@ -77,6 +77,9 @@ func (d *drill) replace(ctx context.Context, nodes ...string) {
 		if err := d.lab.Replace(ctx, n); err != nil {
 			d.t.Fatal(err)
 		}
+		if err := d.lab.AcceptHostKey(ctx, n); err != nil {
+			d.t.Fatal(err)
+		}
 		d.macs[n] = d.labMAC(n)
 	}
 }
@@ -412,6 +415,9 @@ func TestRestoreInTheLab(t *testing.T) {
 	}
 	lost = time.Now()
 	if err := d.lab.Replace(ctx, "cp-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.lab.AcceptHostKey(ctx, "cp-1"); err != nil {
 		t.Fatal(err)
 	}
 	d.macs["cp-1"] = d.labMAC("cp-1")

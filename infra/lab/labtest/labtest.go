@@ -8,12 +8,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -165,4 +168,31 @@ func Mutating(path string) []string {
 		}
 	}
 	return out
+}
+
+// AcceptHostKey is what the user does after `lab replace NODE`: read the
+// new host key's fingerprint on the machine's console (here through the
+// lab's own record) and accept exactly that key into the provisioner's
+// known_hosts, as `homelab hosts accept NODE --fingerprint` does.
+func (l *Lab) AcceptHostKey(ctx context.Context, node string) error {
+	st, err := l.LoadState()
+	if err != nil {
+		return err
+	}
+	n, err := st.Node(node)
+	if err != nil {
+		return err
+	}
+	out, err := l.Run(ctx, node, "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+	if err != nil {
+		return err
+	}
+	console := strings.Fields(out)
+	if len(console) < 2 || !strings.HasPrefix(console[1], "SHA256:") {
+		return fmt.Errorf("%s's console shows %q", node, out)
+	}
+	dial := hostkeys.DialFunc(netns.DialerFor(lab.GatewayNetns))
+	addr, hosts := net.JoinHostPort(n.Address, "22"), hostkeys.Hosts(n.Name, n.Address, 22)
+	_, err = hostkeys.Accept(ctx, dial, l.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint(console[1]))
+	return err
 }
