@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // Status of one comparison.
@@ -72,7 +72,7 @@ func Plan(inv *inventory.Inventory, live *Live) []NodePlan {
 	first := inv.ControlPlanes()[0].Name
 	for _, n := range inv.Nodes {
 		isFirst := n.Name == first
-		files := provider.CompletionFiles(isFirst, n.IsControlPlane())
+		files := nodefacts.CompletionFiles(isFirst, n.IsControlPlane())
 		p := NodePlan{Node: n.Name, Marker: files[0]}
 		f := live.Nodes[n.Name]
 		if f == nil {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -188,30 +188,30 @@ func TestPlan(t *testing.T) {
 		want map[string]want
 	}{
 		{"all set up: the first control-plane node gets the init marker", func(l *Live) {}, map[string]want{
-			"cp-1":  {verified: true, marker: provider.InitMarker},
-			"cp-2":  {verified: true, marker: provider.JoinMarker},
-			"gpu-1": {verified: true, marker: provider.JoinMarker},
+			"cp-1":  {verified: true, marker: nodefacts.InitMarker},
+			"cp-2":  {verified: true, marker: nodefacts.JoinMarker},
+			"gpu-1": {verified: true, marker: nodefacts.JoinMarker},
 		}},
 		{"already marked", func(l *Live) {
-			l.Nodes["cp-1"].Files[provider.InitMarker] = true
-			l.Nodes["gpu-2"].Files[provider.JoinMarker] = true
+			l.Nodes["cp-1"].Files[nodefacts.InitMarker] = true
+			l.Nodes["gpu-2"].Files[nodefacts.JoinMarker] = true
 		}, map[string]want{
-			"cp-1":  {verified: true, marked: true, marker: provider.InitMarker},
-			"gpu-2": {verified: true, marked: true, marker: provider.JoinMarker},
+			"cp-1":  {verified: true, marked: true, marker: nodefacts.InitMarker},
+			"gpu-2": {verified: true, marked: true, marker: nodefacts.JoinMarker},
 		}},
 		{"first control-plane node without admin.conf", func(l *Live) {
 			delete(l.Nodes["cp-1"].Files, AdminConf)
-		}, map[string]want{"cp-1": {partial: true, marker: provider.InitMarker}}},
+		}, map[string]want{"cp-1": {partial: true, marker: nodefacts.InitMarker}}},
 		{"a joined control-plane node without its etcd member", func(l *Live) {
 			l.Members = slices.DeleteFunc(l.Members, func(m Member) bool { return m.Name == "cp-2" })
-		}, map[string]want{"cp-2": {partial: true, marker: provider.JoinMarker}}},
+		}, map[string]want{"cp-2": {partial: true, marker: nodefacts.JoinMarker}}},
 		{"a worker whose Node is gone", func(l *Live) {
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-3" })
-		}, map[string]want{"gpu-3": {partial: true, marker: provider.JoinMarker}}},
+		}, map[string]want{"gpu-3": {partial: true, marker: nodefacts.JoinMarker}}},
 		{"a blank worker", func(l *Live) {
 			l.Nodes["gpu-4"].Files = map[string]bool{}
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-4" })
-		}, map[string]want{"gpu-4": {marker: provider.JoinMarker}}},
+		}, map[string]want{"gpu-4": {marker: nodefacts.JoinMarker}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,9 +224,9 @@ func TestPlan(t *testing.T) {
 			for _, p := range plan {
 				w, ok := tt.want[p.Node]
 				if !ok {
-					w = want{verified: true, marker: provider.JoinMarker}
+					w = want{verified: true, marker: nodefacts.JoinMarker}
 					if p.Node == "cp-1" {
-						w.marker = provider.InitMarker
+						w.marker = nodefacts.InitMarker
 					}
 				}
 				got := want{verified: p.Verified, marked: p.Marked, partial: p.Partial, marker: p.Marker}

@@ -24,9 +24,9 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -43,7 +43,7 @@ const (
 )
 
 var probed = []string{KubeletConf, AdminConf, APIServerManifest, EtcdManifest, EtcdData,
-	provider.InitMarker, provider.JoinMarker, PKIDir + "/ca.key", KeepalivedConf}
+	nodefacts.InitMarker, nodefacts.JoinMarker, PKIDir + "/ca.key", KeepalivedConf}
 
 // probeScript is read-only: it lists which of the probed files exist.
 var probeScript = func() string {
