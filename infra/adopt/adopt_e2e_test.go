@@ -391,7 +391,7 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := parseCert(ca)
+	cert, err := nodefacts.ParseCertPEM(ca)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -59,15 +59,15 @@ func certWith(t *testing.T, sans []string) *x509.Certificate {
 // by kubeadm as declared, before adoption (no markers).
 func healthy(t *testing.T, inv *inventory.Inventory) *Live {
 	t.Helper()
-	want, _ := doctor.RequiredSANs(inv, "apiserver.crt")
+	want := apiServerSANs(inv)
 	crt := certWith(t, want)
 	l := &Live{Source: "cp-1", Nodes: map[string]*NodeFacts{}, ControlPlaneEndpoint: inv.Endpoint(), Served: want,
 		Encryption: Encryption{Flag: "/etc/kubernetes/encryption/config.yaml", HostPath: "/etc/kubernetes/encryption/config.yaml",
 			Providers: []string{"secretbox", "identity"}, SecretboxKey: "k", SecretboxKeyName: OurKeyName}}
 	for i, n := range inv.Nodes {
-		f := &NodeFacts{Name: n.Name, Files: map[string]bool{KubeletConf: true}, CACert: []byte("ca")}
+		f := &NodeFacts{Name: n.Name, Files: map[string]bool{nodefacts.KubeletConf: true}, CACert: []byte("ca")}
 		if n.IsControlPlane() {
-			f.Files[AdminConf], f.Files[APIServerManifest], f.Files[EtcdManifest], f.Files[AnyManifest], f.Files[EtcdData] = true, true, true, true, true
+			f.Files[nodefacts.AdminConf], f.Files[nodefacts.Manifest(nodefacts.KubeAPIServer)], f.Files[nodefacts.Manifest(nodefacts.Etcd)], f.Files[nodefacts.AnyManifest], f.Files[nodefacts.EtcdMemberDir] = true, true, true, true, true
 			f.APIServerCert = crt
 			f.Keepalived = []byte("vrrp_instance API_VIP {\n}\n")
 			l.Members = append(l.Members, Member{ID: uint64(i + 1), Name: n.Name, PeerURL: "https://" + n.Address + ":2380"})
@@ -106,7 +106,7 @@ func TestCompare(t *testing.T) {
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-4" })
 		}, []row{{CheckNode, "gpu-4", Missing}, {CheckKubeadm, "gpu-4", Missing}}},
 		{"a half-joined control-plane node", func(l *Live) {
-			delete(l.Nodes["cp-3"].Files, APIServerManifest)
+			delete(l.Nodes["cp-3"].Files, nodefacts.Manifest(nodefacts.KubeAPIServer))
 			l.Members = slices.DeleteFunc(l.Members, func(m Member) bool { return m.Name == "cp-3" })
 		}, []row{{CheckEtcd, "cp-3", Missing}, {CheckKubeadm, "cp-3", Differs}}},
 		{"an undeclared Node and etcd member", func(l *Live) {
@@ -127,7 +127,7 @@ func TestCompare(t *testing.T) {
 			l.ControlPlaneEndpoint = inv.EndpointHost()
 		}, nil},
 		{"certificates lack a SAN", func(l *Live) {
-			want, _ := doctor.RequiredSANs(inv, "apiserver.crt")
+			want := apiServerSANs(inv)
 			short := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return s == "10.77.0.122" })
 			l.Nodes["cp-2"].APIServerCert = certWith(t, short)
 			l.Served = short
@@ -139,7 +139,7 @@ func TestCompare(t *testing.T) {
 			l.Nodes["cp-1"].Keepalived = []byte("auth_pass aaaa\n")
 			l.Nodes["cp-2"].Keepalived = []byte("auth_pass bbbb\n")
 			l.Nodes["cp-3"].Keepalived = nil
-		}, []row{{CheckKeepalived, "cp-2:" + KeepalivedConf, Differs}, {CheckKeepalived, "cp-3:" + KeepalivedConf, Missing}}},
+		}, []row{{CheckKeepalived, "cp-2:" + keepalived.ConfigPath, Differs}, {CheckKeepalived, "cp-3:" + keepalived.ConfigPath, Missing}}},
 		{"no encryption at rest", func(l *Live) {
 			l.Encryption = Encryption{}
 		}, []row{{CheckEncryption, "cp-1:kube-apiserver", Missing}}},
@@ -200,7 +200,7 @@ func TestPlan(t *testing.T) {
 			"gpu-2": {verified: true, marked: true, marker: nodefacts.JoinMarker},
 		}},
 		{"first control-plane node without admin.conf", func(l *Live) {
-			delete(l.Nodes["cp-1"].Files, AdminConf)
+			delete(l.Nodes["cp-1"].Files, nodefacts.AdminConf)
 		}, map[string]want{"cp-1": {partial: true, marker: nodefacts.InitMarker}}},
 		{"a joined control-plane node without its etcd member", func(l *Live) {
 			l.Members = slices.DeleteFunc(l.Members, func(m Member) bool { return m.Name == "cp-2" })
@@ -304,4 +304,9 @@ func TestPrepareRefusesBadFrom(t *testing.T) {
 			t.Errorf("--from %s: %v", from, err)
 		}
 	}
+}
+
+func apiServerSANs(inv *inventory.Inventory) []string {
+	api, _ := nodefacts.ServingCertOf(nodefacts.APIServerCert)
+	return api.Required(inv)
 }

@@ -20,13 +20,16 @@ type Trace struct {
 	Kind Kind
 }
 
+// AnyManifest stands for "some static pod manifest exists".
+const AnyManifest = ManifestsDir + "/*.yaml"
+
 // Leftovers are what kubeadm leaves on a node from the first moments of
 // an init or join: any of them means a run began there. The provider
 // resets such a node unless it is marked complete; adopt calls it partly
 // set up. Both read this one list (LeftoverTest, PresenceScript with
 // HasLeftovers), so they cannot disagree about a node.
 var Leftovers = []Trace{
-	{Path: ManifestsDir + "/*.yaml", Kind: AnyMatch},
+	{Path: AnyManifest, Kind: AnyMatch},
 	{Path: KubeletConf, Kind: File},
 	{Path: AdminConf, Kind: File},
 	{Path: EtcdMemberDir, Kind: Dir},
