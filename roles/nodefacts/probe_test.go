@@ -29,22 +29,20 @@ func write(t *testing.T, root, p, content string) {
 	}
 }
 
-func certPEM(t *testing.T, ips ...string) string {
+// certPEM is a self-signed certificate with those SANs.
+func certPEM(t *testing.T, dns []string, ips ...net.IP) []byte {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "etcd"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"cp-1", "localhost"}}
-	for _, ip := range ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
-	}
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), DNSNames: dns, IPAddresses: ips}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // ProbeScript runs here as on a node, over a kubeadm-like tree; what
@@ -75,7 +73,7 @@ spec:
     - --name=cp-1
 `)
 	write(t, root, KubeletFlagsEnv, `KUBELET_KUBEADM_ARGS="--node-ip=10.0.0.11 --pod-infra-container-image=registry.k8s.io/pause:3.10"`+"\n")
-	write(t, root, PKIFile(EtcdPeerCert), certPEM(t, "10.0.0.11", "127.0.0.1", "::1"))
+	write(t, root, PKIFile(EtcdPeerCert), string(certPEM(t, []string{"cp-1", "localhost"}, net.ParseIP("10.0.0.11"), net.ParseIP("127.0.0.1"), net.ParseIP("::1"))))
 	const secret = "PRIVATE-KEY-MATERIAL"
 	write(t, root, PKIFile("etcd/peer.key"), secret)
 	write(t, root, KubeletConf, "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: QUJD\n    server: https://10.0.0.11:6443\n  name: default\nusers:\n- name: default\n  user:\n    client-key-data: "+secret+"\n")

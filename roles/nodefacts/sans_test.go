@@ -1,17 +1,10 @@
 package nodefacts
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/homelab-dev/homelab/inventory"
 )
@@ -46,23 +39,8 @@ func TestCompareSANs(t *testing.T) {
 }
 
 func TestSANs(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    time.Now(), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"cp-1", "kubernetes"},
-		// net.ParseIP gives IPv4 in its 16-byte form: written as IPv4.
-		IPAddresses: []net.IP{net.ParseIP("10.0.0.140"), net.ParseIP("2001:DB8::1"), net.IPv4(127, 0, 0, 1).To4()},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ParseCertPEM(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	// net.ParseIP gives IPv4 in its 16-byte form: written as IPv4.
+	c, err := ParseCertPEM(certPEM(t, []string{"cp-1", "kubernetes"}, net.ParseIP("10.0.0.140"), net.ParseIP("2001:DB8::1"), net.IPv4(127, 0, 0, 1).To4()))
 	if err != nil {
 		t.Fatal(err)
 	}
