@@ -429,7 +429,7 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 	}
 	for _, n := range cps[1:] {
 		// The shared CAs, copied by hand as kubeadm's HA guide says.
-		for _, f := range PKIFiles {
+		for _, f := range nodefacts.IdentityFiles {
 			p := pki.CertificatesDir + "/" + f
 			data, err := clients[cps[0].Name].Read(ctx, p)
 			if err != nil {

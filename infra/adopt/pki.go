@@ -33,10 +33,6 @@ type Reader interface {
 	Read(ctx context.Context, path string) ([]byte, error)
 }
 
-// PKIFiles are the files of nodefacts.PKIDir the bundle is built from: the three CAs
-// with their keys and the service-account key pair.
-var PKIFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key", "sa.key", "sa.pub"}
-
 // ReadBundle reads a kubeadm control-plane node's PKI into a secrets
 // bundle (Talos machinery's NewBundleFromKubernetesPKI, as `talosctl gen
 // secrets --from-kubernetes-pki` does). The files pass through a private
@@ -56,7 +52,7 @@ func ReadBundle(ctx context.Context, r Reader, node string) (*pki.Bundle, error)
 		return nil, err
 	}
 	files := map[string][]byte{}
-	for _, f := range PKIFiles {
+	for _, f := range nodefacts.IdentityFiles {
 		p := path.Join(nodefacts.PKIDir, f)
 		data, err := r.Read(ctx, p)
 		if errors.Is(err, fs.ErrNotExist) {

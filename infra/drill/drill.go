@@ -280,11 +280,11 @@ func program(c Consumer) (prog, manifest string) {
 	case impact.KindKubelet:
 		return "kubelet", ""
 	case impact.KindControllerManager:
-		return "kube-controller-manager", "/etc/kubernetes/manifests/kube-controller-manager.yaml"
+		return nodefacts.KubeControllerManager, nodefacts.Manifest(nodefacts.KubeControllerManager)
 	case impact.KindScheduler:
-		return "kube-scheduler", "/etc/kubernetes/manifests/kube-scheduler.yaml"
+		return nodefacts.KubeScheduler, nodefacts.Manifest(nodefacts.KubeScheduler)
 	case impact.KindEtcd:
-		return "kube-apiserver", apiserverManifest // the apiserver is the client of its etcd
+		return nodefacts.KubeAPIServer, nodefacts.Manifest(nodefacts.KubeAPIServer) // the apiserver is the client of its etcd
 	}
 	return "", ""
 }

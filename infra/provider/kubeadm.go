@@ -74,16 +74,16 @@ func initState() string {
 // must survive, or the retry would mint a new cluster identity. The
 // node's etcd member, if it has one, was removed first (removeOwnMember):
 // kubeadm's own removal is skipped.
-const resetKeepingCAs = `set -e
-b=/etc/kubernetes/.homelab-ca-keep
+var resetKeepingCAs = `set -e
+b=` + nodefacts.KubernetesDir + `/.homelab-ca-keep
 rm -rf "$b"; mkdir -p "$b/etcd"
-for f in ca.crt ca.key sa.key sa.pub front-proxy-ca.crt front-proxy-ca.key etcd/ca.crt etcd/ca.key; do
-  [ -f /etc/kubernetes/pki/$f ] && cp -p /etc/kubernetes/pki/$f "$b/$f"
+for f in ` + strings.Join(nodefacts.IdentityFiles, " ") + `; do
+  [ -f ` + nodefacts.PKIDir + `/$f ] && cp -p ` + nodefacts.PKIDir + `/$f "$b/$f"
 done
 kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
 rm -rf ` + nodefacts.ManifestsDir + `/* ` + nodefacts.EtcdMemberDir + ` ` + nodefacts.KubernetesDir + `/*.conf ` + nodefacts.MarkerGlob + `
-mkdir -p /etc/kubernetes/pki/etcd
-cp -rp "$b"/. /etc/kubernetes/pki/
+mkdir -p ` + nodefacts.PKIDir + `/etcd
+cp -rp "$b"/. ` + nodefacts.PKIDir + `/
 rm -rf "$b"`
 
 // uninterrupted lets a command finish when the user cancels an up:

@@ -90,6 +90,12 @@ func CompletionFiles(first, controlPlane bool) []string {
 	return []string{JoinMarker, KubeletConf}
 }
 
+// IdentityFiles are the files of PKIDir that are the cluster's identity,
+// relative to it: the three CAs with their keys and the service-account
+// key pair. Everything else kubeadm issues from them; a reset must keep
+// them, and adopt builds the secrets bundle from them.
+var IdentityFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key", "sa.key", "sa.pub"}
+
 // PKIFile is a file of the PKI directory given by its relative name
 // ("etcd/server.crt").
 func PKIFile(name string) string { return path.Join(PKIDir, name) }
