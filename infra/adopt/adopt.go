@@ -26,6 +26,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -136,9 +137,9 @@ func (a *Adoption) prepare(ctx context.Context, t Target) error {
 		a.Bundle.VRRPPassword, a.VRRPFrom = pw, from
 		a.Kept = append(a.Kept, "keepalived's VRRP password (auth_pass on "+from+")")
 	}
-	manifest, err := c.Read(ctx, APIServerManifest)
+	manifest, err := c.Read(ctx, nodefacts.Manifest(nodefacts.KubeAPIServer))
 	if err != nil {
-		return fmt.Errorf("%s: reading %s: %w", source.Name, APIServerManifest, err)
+		return fmt.Errorf("%s: reading %s: %w", source.Name, nodefacts.Manifest(nodefacts.KubeAPIServer), err)
 	}
 	live.Encryption = readEncryption(ctx, c, manifest)
 	if key := live.Encryption.SecretboxKey; key != "" {
@@ -189,17 +190,17 @@ func readEncryption(ctx context.Context, r Reader, manifest []byte) Encryption {
 func pickSource(inv *inventory.Inventory, live *Live, from string) (inventory.Node, error) {
 	if from != "" {
 		n, _ := inv.Node(from)
-		if !live.Nodes[from].Files[PKIDir+"/ca.key"] {
-			return n, fmt.Errorf("--from %s: it has no %s/ca.key: name a control-plane node kubeadm set up", from, PKIDir)
+		if !live.Nodes[from].Files[nodefacts.CAKey] {
+			return n, fmt.Errorf("--from %s: it has no %s: name a control-plane node kubeadm set up", from, nodefacts.CAKey)
 		}
 		return n, nil
 	}
 	for _, n := range inv.ControlPlanes() {
-		if live.Nodes[n.Name].Files[PKIDir+"/ca.key"] {
+		if live.Nodes[n.Name].Files[nodefacts.CAKey] {
 			return n, nil
 		}
 	}
-	return inventory.Node{}, fmt.Errorf("no control-plane node has %s/ca.key: none was set up by kubeadm (is this the right inventory?)", PKIDir)
+	return inventory.Node{}, fmt.Errorf("no control-plane node has %s: none was set up by kubeadm (is this the right inventory?)", nodefacts.CAKey)
 }
 
 // sameCA refuses a node whose CA is another cluster's: one adoption takes
@@ -210,8 +211,8 @@ func sameCA(inv *inventory.Inventory, live *Live) error {
 	for i, n := range inv.Nodes {
 		f := live.Nodes[n.Name]
 		if f.CACert != nil && !bytes.Equal(f.CACert, src.CACert) {
-			errs = append(errs, fmt.Errorf("%s (nodes[%d]): its %s/ca.crt (%s) is not %s's (%s): it belongs to another cluster; reset it (kubeadm reset) so up joins it, or remove it from the inventory",
-				n.Name, i, PKIDir, subject(f.CACert), live.Source, subject(src.CACert)))
+			errs = append(errs, fmt.Errorf("%s (nodes[%d]): its %s (%s) is not %s's (%s): it belongs to another cluster; reset it (kubeadm reset) so up joins it, or remove it from the inventory",
+				n.Name, i, nodefacts.CACert, subject(f.CACert), live.Source, subject(src.CACert)))
 		}
 		if n.IsControlPlane() && f.EtcdCACert != nil && src.EtcdCACert != nil && !bytes.Equal(f.EtcdCACert, src.EtcdCACert) {
 			errs = append(errs, fmt.Errorf("%s (nodes[%d]): its etcd CA is not %s's: it belongs to another etcd cluster; reset it (kubeadm reset) so up joins it, or remove it from the inventory",

@@ -19,7 +19,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/netns"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -28,6 +27,7 @@ import (
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -125,7 +125,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	if code != 0 {
 		t.Fatal("adopt failed")
 	}
-	for _, w := range []string{"marked cp-1: " + provider.InitMarker, "marked gpu-3: " + provider.JoinMarker,
+	for _, w := range []string{"marked cp-1: " + nodefacts.InitMarker, "marked gpu-3: " + nodefacts.JoinMarker,
 		"0 to replace, 0 to delete; kubeadm joins gpu-4", "wrote " + bundlePath} {
 		if !strings.Contains(out, w) {
 			t.Errorf("adopt's output lacks %q", w)
@@ -181,9 +181,9 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	}
 
 	for _, n := range inv.Nodes {
-		want := provider.JoinMarker
+		want := nodefacts.JoinMarker
 		if n.Name == "cp-1" {
-			want = provider.InitMarker
+			want = nodefacts.InitMarker
 		}
 		has := nodeRun(t, ctx, l.Lab, n.Name, "ls /etc/kubernetes/.homelab-*-complete 2>/dev/null; true")
 		switch {
@@ -391,7 +391,7 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := parseCert(ca)
+	cert, err := nodefacts.ParseCertPEM(ca)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 	}
 	for _, n := range cps[1:] {
 		// The shared CAs, copied by hand as kubeadm's HA guide says.
-		for _, f := range PKIFiles {
+		for _, f := range nodefacts.IdentityFiles {
 			p := pki.CertificatesDir + "/" + f
 			data, err := clients[cps[0].Name].Read(ctx, p)
 			if err != nil {

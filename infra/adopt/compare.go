@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // Status of one comparison.
@@ -74,15 +74,15 @@ func Plan(inv *inventory.Inventory, live *Live) []NodePlan {
 	first := inv.ControlPlanes()[0].Name
 	for _, n := range inv.Nodes {
 		isFirst := n.Name == first
-		files := provider.CompletionFiles(isFirst, n.IsControlPlane())
+		files := nodefacts.CompletionFiles(isFirst, n.IsControlPlane())
 		p := NodePlan{Node: n.Name, Marker: files[0]}
 		f := live.Nodes[n.Name]
 		if f == nil {
 			f = &NodeFacts{Files: map[string]bool{}}
 		}
 		p.Marked = f.Files[p.Marker]
-		if !slices.Contains(files, KubeletConf) {
-			files = append(files, KubeletConf)
+		if !slices.Contains(files, nodefacts.KubeletConf) {
+			files = append(files, nodefacts.KubeletConf)
 		}
 		for _, file := range files[1:] {
 			if !f.Files[file] {
@@ -225,15 +225,16 @@ func Compare(inv *inventory.Inventory, live *Live, plan []NodePlan) []Check {
 	}
 
 	// The API certificate's SANs against the required set.
-	required, allowed := doctor.RequiredSANs(inv, "apiserver.crt")
+	api, _ := nodefacts.ServingCertOf(nodefacts.APIServerCert)
+	required, allowed := api.Required(inv), api.AllowedExtras()
 	for _, n := range inv.ControlPlanes() {
 		f := live.Nodes[n.Name]
-		where := n.Name + ":" + PKIDir + "/apiserver.crt"
+		where := n.Name + ":" + nodefacts.PKIFile(nodefacts.APIServerCert)
 		if f == nil || f.APIServerCert == nil {
 			add(CheckAPISANs, where, Missing, "no apiserver.crt", "up creates it when it sets the node up")
 			continue
 		}
-		addSANs(add, where, sanStrings(f.APIServerCert), required, allowed,
+		addSANs(add, where, nodefacts.SANs(f.APIServerCert), required, allowed,
 			"up regenerates it with the required SANs (ControlPlaneAddress); the apiserver reloads it")
 	}
 	served := "served at " + inv.Endpoint()
@@ -248,7 +249,7 @@ func Compare(inv *inventory.Inventory, live *Live, plan []NodePlan) []Check {
 		kept, from := VRRPKept(inv, live)
 		for _, n := range inv.ControlPlanes() {
 			f := live.Nodes[n.Name]
-			where := n.Name + ":" + KeepalivedConf
+			where := n.Name + ":" + keepalived.ConfigPath
 			switch pw := VRRPPassword(f.keepalived()); {
 			case f == nil || f.Keepalived == nil:
 				add(CheckKeepalived, where, Missing, "no keepalived config", "up installs ours and starts keepalived")
@@ -290,17 +291,7 @@ func (f *NodeFacts) keepalived() []byte {
 }
 
 func addSANs(add func(check, where string, st Status, detail, change string), where string, have, want, allowed []string, change string) {
-	var missing, extra []string
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			missing = append(missing, w)
-		}
-	}
-	for _, h := range have {
-		if !slices.Contains(want, h) && !slices.Contains(allowed, h) {
-			extra = append(extra, h)
-		}
-	}
+	missing, extra := nodefacts.CompareSANs(have, want, allowed)
 	if len(missing) == 0 && len(extra) == 0 {
 		add(CheckAPISANs, where, OK, fmt.Sprintf("the required %d SANs", len(want)), "")
 		return

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/cniconf"
-	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -60,15 +60,15 @@ func certWith(t *testing.T, sans []string) *x509.Certificate {
 // by kubeadm as declared, before adoption (no markers).
 func healthy(t *testing.T, inv *inventory.Inventory) *Live {
 	t.Helper()
-	want, _ := doctor.RequiredSANs(inv, "apiserver.crt")
+	want := apiServerSANs(inv)
 	crt := certWith(t, want)
 	l := &Live{Source: "cp-1", Nodes: map[string]*NodeFacts{}, ControlPlaneEndpoint: inv.Endpoint(), Served: want,
 		Encryption: Encryption{Flag: "/etc/kubernetes/encryption/config.yaml", HostPath: "/etc/kubernetes/encryption/config.yaml",
 			Providers: []string{"secretbox", "identity"}, SecretboxKey: "k", SecretboxKeyName: OurKeyName}}
 	for i, n := range inv.Nodes {
-		f := &NodeFacts{Name: n.Name, Files: map[string]bool{KubeletConf: true}, CACert: []byte("ca")}
+		f := &NodeFacts{Name: n.Name, Files: map[string]bool{nodefacts.KubeletConf: true}, CACert: []byte("ca")}
 		if n.IsControlPlane() {
-			f.Files[AdminConf], f.Files[APIServerManifest], f.Files[EtcdManifest], f.Files[AnyManifest], f.Files[EtcdData] = true, true, true, true, true
+			f.Files[nodefacts.AdminConf], f.Files[nodefacts.Manifest(nodefacts.KubeAPIServer)], f.Files[nodefacts.Manifest(nodefacts.Etcd)], f.Files[nodefacts.AnyManifest], f.Files[nodefacts.EtcdMemberDir] = true, true, true, true, true
 			f.APIServerCert = crt
 			f.Keepalived = []byte("vrrp_instance API_VIP {\n}\n")
 			l.Members = append(l.Members, Member{ID: uint64(i + 1), Name: n.Name, PeerURL: "https://" + n.Address + ":2380"})
@@ -107,7 +107,7 @@ func TestCompare(t *testing.T) {
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-4" })
 		}, []row{{CheckNode, "gpu-4", Missing}, {CheckKubeadm, "gpu-4", Missing}}},
 		{"a half-joined control-plane node", func(l *Live) {
-			delete(l.Nodes["cp-3"].Files, APIServerManifest)
+			delete(l.Nodes["cp-3"].Files, nodefacts.Manifest(nodefacts.KubeAPIServer))
 			l.Members = slices.DeleteFunc(l.Members, func(m Member) bool { return m.Name == "cp-3" })
 		}, []row{{CheckEtcd, "cp-3", Missing}, {CheckKubeadm, "cp-3", Differs}}},
 		{"an undeclared Node and etcd member", func(l *Live) {
@@ -128,7 +128,7 @@ func TestCompare(t *testing.T) {
 			l.ControlPlaneEndpoint = inv.EndpointHost()
 		}, nil},
 		{"certificates lack a SAN", func(l *Live) {
-			want, _ := doctor.RequiredSANs(inv, "apiserver.crt")
+			want := apiServerSANs(inv)
 			short := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return s == "10.77.0.122" })
 			l.Nodes["cp-2"].APIServerCert = certWith(t, short)
 			l.Served = short
@@ -140,7 +140,7 @@ func TestCompare(t *testing.T) {
 			l.Nodes["cp-1"].Keepalived = []byte("auth_pass aaaa\n")
 			l.Nodes["cp-2"].Keepalived = []byte("auth_pass bbbb\n")
 			l.Nodes["cp-3"].Keepalived = nil
-		}, []row{{CheckKeepalived, "cp-2:" + KeepalivedConf, Differs}, {CheckKeepalived, "cp-3:" + KeepalivedConf, Missing}}},
+		}, []row{{CheckKeepalived, "cp-2:" + keepalived.ConfigPath, Differs}, {CheckKeepalived, "cp-3:" + keepalived.ConfigPath, Missing}}},
 		{"no encryption at rest", func(l *Live) {
 			l.Encryption = Encryption{}
 		}, []row{{CheckEncryption, "cp-1:kube-apiserver", Missing}}},
@@ -189,30 +189,30 @@ func TestPlan(t *testing.T) {
 		want map[string]want
 	}{
 		{"all set up: the first control-plane node gets the init marker", func(l *Live) {}, map[string]want{
-			"cp-1":  {verified: true, marker: provider.InitMarker},
-			"cp-2":  {verified: true, marker: provider.JoinMarker},
-			"gpu-1": {verified: true, marker: provider.JoinMarker},
+			"cp-1":  {verified: true, marker: nodefacts.InitMarker},
+			"cp-2":  {verified: true, marker: nodefacts.JoinMarker},
+			"gpu-1": {verified: true, marker: nodefacts.JoinMarker},
 		}},
 		{"already marked", func(l *Live) {
-			l.Nodes["cp-1"].Files[provider.InitMarker] = true
-			l.Nodes["gpu-2"].Files[provider.JoinMarker] = true
+			l.Nodes["cp-1"].Files[nodefacts.InitMarker] = true
+			l.Nodes["gpu-2"].Files[nodefacts.JoinMarker] = true
 		}, map[string]want{
-			"cp-1":  {verified: true, marked: true, marker: provider.InitMarker},
-			"gpu-2": {verified: true, marked: true, marker: provider.JoinMarker},
+			"cp-1":  {verified: true, marked: true, marker: nodefacts.InitMarker},
+			"gpu-2": {verified: true, marked: true, marker: nodefacts.JoinMarker},
 		}},
 		{"first control-plane node without admin.conf", func(l *Live) {
-			delete(l.Nodes["cp-1"].Files, AdminConf)
-		}, map[string]want{"cp-1": {partial: true, marker: provider.InitMarker}}},
+			delete(l.Nodes["cp-1"].Files, nodefacts.AdminConf)
+		}, map[string]want{"cp-1": {partial: true, marker: nodefacts.InitMarker}}},
 		{"a joined control-plane node without its etcd member", func(l *Live) {
 			l.Members = slices.DeleteFunc(l.Members, func(m Member) bool { return m.Name == "cp-2" })
-		}, map[string]want{"cp-2": {partial: true, marker: provider.JoinMarker}}},
+		}, map[string]want{"cp-2": {partial: true, marker: nodefacts.JoinMarker}}},
 		{"a worker whose Node is gone", func(l *Live) {
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-3" })
-		}, map[string]want{"gpu-3": {partial: true, marker: provider.JoinMarker}}},
+		}, map[string]want{"gpu-3": {partial: true, marker: nodefacts.JoinMarker}}},
 		{"a blank worker", func(l *Live) {
 			l.Nodes["gpu-4"].Files = map[string]bool{}
 			l.APINodes = slices.DeleteFunc(l.APINodes, func(n APINode) bool { return n.Name == "gpu-4" })
-		}, map[string]want{"gpu-4": {marker: provider.JoinMarker}}},
+		}, map[string]want{"gpu-4": {marker: nodefacts.JoinMarker}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,9 +225,9 @@ func TestPlan(t *testing.T) {
 			for _, p := range plan {
 				w, ok := tt.want[p.Node]
 				if !ok {
-					w = want{verified: true, marker: provider.JoinMarker}
+					w = want{verified: true, marker: nodefacts.JoinMarker}
 					if p.Node == "cp-1" {
-						w.marker = provider.InitMarker
+						w.marker = nodefacts.InitMarker
 					}
 				}
 				got := want{verified: p.Verified, marked: p.Marked, partial: p.Partial, marker: p.Marker}
@@ -329,4 +329,9 @@ func TestCNIStatus(t *testing.T) {
 			t.Errorf("cni %s, %+v: %s %q", tc.cni, tc.f.CNI, st, change)
 		}
 	}
+}
+
+func apiServerSANs(inv *inventory.Inventory) []string {
+	api, _ := nodefacts.ServingCertOf(nodefacts.APIServerCert)
+	return api.Required(inv)
 }

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
-	"net/netip"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,43 +21,26 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
-// Files whose presence a node's state is read from.
-const (
-	KubeletConf       = "/etc/kubernetes/kubelet.conf"
-	AdminConf         = "/etc/kubernetes/admin.conf"
-	APIServerManifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-	EtcdManifest      = "/etc/kubernetes/manifests/etcd.yaml"
-	EtcdData          = "/var/lib/etcd/member"
-	KeepalivedConf    = "/etc/keepalived/keepalived.conf"
-	// AnyManifest stands for "some static pod manifest exists".
-	AnyManifest = "/etc/kubernetes/manifests/*.yaml"
-)
-
-var probed = []string{KubeletConf, AdminConf, APIServerManifest, EtcdManifest, EtcdData,
-	provider.InitMarker, provider.JoinMarker, PKIDir + "/ca.key", KeepalivedConf}
-
-// probeScript is read-only: it lists which of the probed files exist.
-var probeScript = func() string {
-	s := "for f in"
-	for _, f := range probed {
-		s += " " + f
-	}
-	return s + `; do [ -e "$f" ] && echo "$f"; done
-ls /etc/kubernetes/manifests/*.yaml >/dev/null 2>&1 && echo '` + AnyManifest + `'
-true`
-}()
+// probeScript is read-only: it lists which of the files adopt decides by
+// exist, and kubeadm's leftovers (nodefacts.Leftovers).
+var probeScript = nodefacts.PresenceScript(nodefacts.Files(nodefacts.KubeletConf, nodefacts.AdminConf,
+	nodefacts.Manifest(nodefacts.KubeAPIServer), nodefacts.Manifest(nodefacts.Etcd),
+	nodefacts.InitMarker, nodefacts.JoinMarker, nodefacts.CAKey, keepalived.ConfigPath)...)
 
 // NodeFacts is what one node holds.
 type NodeFacts struct {
 	Name string
-	// Files lists which probed files exist (AnyManifest for any manifest).
+	// Files lists which probed files exist (nodefacts.AnyManifest for
+	// any manifest).
 	Files map[string]bool
 	// CACert and EtcdCACert are the node's /etc/kubernetes/pki/ca.crt and
 	// etcd/ca.crt (nil when absent).
@@ -77,10 +57,9 @@ type NodeFacts struct {
 }
 
 // HasKubeadmFiles reports whether kubeadm left anything on the node (the
-// provider then counts it as an interrupted run unless it is marked).
-func (f *NodeFacts) HasKubeadmFiles() bool {
-	return f.Files[AnyManifest] || f.Files[KubeletConf] || f.Files[AdminConf] || f.Files[EtcdData]
-}
+// provider then counts it as an interrupted run unless it is marked): the
+// provider's own test, from the same list.
+func (f *NodeFacts) HasKubeadmFiles() bool { return nodefacts.HasLeftovers(f.Files) }
 
 // APINode is a Node object.
 type APINode struct {
@@ -190,7 +169,6 @@ func readOptional(ctx context.Context, r Reader, p string) ([]byte, error) {
 }
 
 func probeNode(ctx context.Context, c *ssh.Client, n inventory.Node) (*NodeFacts, error) {
-	f := &NodeFacts{Name: n.Name, Files: map[string]bool{}}
 	res, err := c.Query(ctx, probeScript)
 	if err != nil {
 		return nil, err
@@ -198,46 +176,34 @@ func probeNode(ctx context.Context, c *ssh.Client, n inventory.Node) (*NodeFacts
 	if res.ExitCode != 0 {
 		return nil, fmt.Errorf("%s: reading its state: exit %d: %s", n.Name, res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}
-	for _, line := range strings.Split(string(res.Stdout), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			f.Files[line] = true
-		}
-	}
-	if f.CACert, err = readOptional(ctx, c, PKIDir+"/ca.crt"); err != nil {
+	f := &NodeFacts{Name: n.Name, Files: nodefacts.ParsePresence(string(res.Stdout))}
+	if f.CACert, err = readOptional(ctx, c, nodefacts.CACert); err != nil {
 		return nil, err
 	}
 	f.CNI, f.CNIErr, f.CNIRead = doctor.CNI(ctx, c)
 	if !n.IsControlPlane() {
 		return f, nil
 	}
-	if f.EtcdCACert, err = readOptional(ctx, c, PKIDir+"/etcd/ca.crt"); err != nil {
+	if f.EtcdCACert, err = readOptional(ctx, c, nodefacts.EtcdCACert); err != nil {
 		return nil, err
 	}
-	crt, err := readOptional(ctx, c, PKIDir+"/apiserver.crt")
+	crt, err := readOptional(ctx, c, nodefacts.PKIFile(nodefacts.APIServerCert))
 	if err != nil {
 		return nil, err
 	}
 	if crt != nil {
-		if f.APIServerCert, err = parseCert(crt); err != nil {
-			return nil, fmt.Errorf("%s: %s/apiserver.crt: %w", n.Name, PKIDir, err)
+		if f.APIServerCert, err = nodefacts.ParseCertPEM(crt); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", n.Name, nodefacts.PKIFile(nodefacts.APIServerCert), err)
 		}
 	}
-	if f.Keepalived, err = readOptional(ctx, c, KeepalivedConf); err != nil {
+	if f.Keepalived, err = readOptional(ctx, c, keepalived.ConfigPath); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-func parseCert(data []byte) (*x509.Certificate, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("not PEM")
-	}
-	return x509.ParseCertificate(b.Bytes)
-}
-
 func subject(data []byte) string {
-	c, err := parseCert(data)
+	c, err := nodefacts.ParseCertPEM(data)
 	if err != nil {
 		return "unreadable"
 	}
@@ -249,9 +215,9 @@ func subject(data []byte) string {
 // certificate served at the endpoint, all through the source's SSH
 // connection.
 func readCluster(ctx context.Context, inv *inventory.Inventory, c *ssh.Client, source inventory.Node, b *pki.Bundle, live *Live) error {
-	kc, err := c.Read(ctx, AdminConf)
+	kc, err := c.Read(ctx, nodefacts.AdminConf)
 	if err != nil {
-		return fmt.Errorf("%s: reading %s: %w", source.Name, AdminConf, err)
+		return fmt.Errorf("%s: reading %s: %w", source.Name, nodefacts.AdminConf, err)
 	}
 	cs, err := apiClient(ctx, c, kc, source, inv.Cluster.Endpoint.Port)
 	if err != nil {
@@ -287,10 +253,10 @@ func readCluster(ctx context.Context, inv *inventory.Inventory, c *ssh.Client, s
 	if err := readEtcd(ctx, c, b, live); err != nil {
 		return fmt.Errorf("%s: etcd: %w", source.Name, err)
 	}
-	if leaf, err := doctor.ServedCertificate(ctx, c.DialContext, net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))); err != nil {
+	if leaf, err := apiprobe.ServedCertificate(ctx, c.DialContext, net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))); err != nil {
 		live.ServedErr = err
 	} else {
-		live.Served = sanStrings(leaf)
+		live.Served = nodefacts.SANs(leaf)
 	}
 	return nil
 }
@@ -301,7 +267,7 @@ func readCluster(ctx context.Context, inv *inventory.Inventory, c *ssh.Client, s
 func apiClient(ctx context.Context, c *ssh.Client, kubeconfig []byte, source inventory.Node, port int) (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", AdminConf, err)
+		return nil, fmt.Errorf("%s: %w", nodefacts.AdminConf, err)
 	}
 	cfg.Dial = c.DialContext
 	cfg.Timeout = 15 * time.Second
@@ -352,15 +318,4 @@ func readEtcd(ctx context.Context, c *ssh.Client, b *pki.Bundle, live *Live) err
 	}
 	sort.Slice(live.Members, func(i, j int) bool { return live.Members[i].Name < live.Members[j].Name })
 	return nil
-}
-
-// sanStrings lists a certificate's IP and DNS SANs, IPs normalised.
-func sanStrings(c *x509.Certificate) []string {
-	out := []string{}
-	for _, ip := range c.IPAddresses {
-		if a, ok := netip.AddrFromSlice(ip); ok {
-			out = append(out, a.Unmap().String())
-		}
-	}
-	return append(out, c.DNSNames...)
 }

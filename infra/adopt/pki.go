@@ -20,10 +20,10 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -32,13 +32,6 @@ import (
 type Reader interface {
 	Read(ctx context.Context, path string) ([]byte, error)
 }
-
-// PKIDir is where kubeadm keeps the cluster's PKI.
-const PKIDir = pki.CertificatesDir
-
-// PKIFiles are the files of PKIDir the bundle is built from: the three CAs
-// with their keys and the service-account key pair.
-var PKIFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "etcd/ca.crt", "etcd/ca.key", "sa.key", "sa.pub"}
 
 // ReadBundle reads a kubeadm control-plane node's PKI into a secrets
 // bundle (Talos machinery's NewBundleFromKubernetesPKI, as `talosctl gen
@@ -59,8 +52,8 @@ func ReadBundle(ctx context.Context, r Reader, node string) (*pki.Bundle, error)
 		return nil, err
 	}
 	files := map[string][]byte{}
-	for _, f := range PKIFiles {
-		p := path.Join(PKIDir, f)
+	for _, f := range nodefacts.IdentityFiles {
+		p := path.Join(nodefacts.PKIDir, f)
 		data, err := r.Read(ctx, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %s is missing: not a control-plane node kubeadm set up (name one that is with --from)", node, p)
@@ -75,15 +68,15 @@ func ReadBundle(ctx context.Context, r Reader, node string) (*pki.Bundle, error)
 	}
 	tb, err := secrets.NewBundleFromKubernetesPKI(dir, "", config.TalosVersionCurrent)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading the PKI in %s: %w", node, PKIDir, err)
+		return nil, fmt.Errorf("%s: reading the PKI in %s: %w", node, nodefacts.PKIDir, err)
 	}
 	for _, ca := range []string{"ca", "front-proxy-ca", "etcd/ca"} {
 		if err := keyOfCert(files[ca+".key"], files[ca+".crt"]); err != nil {
-			return nil, fmt.Errorf("%s: %s/%s.key does not belong to %s.crt: %w", node, PKIDir, ca, ca, err)
+			return nil, fmt.Errorf("%s: %s/%s.key does not belong to %s.crt: %w", node, nodefacts.PKIDir, ca, ca, err)
 		}
 	}
 	if err := samePublicKey(files["sa.key"], files["sa.pub"]); err != nil {
-		return nil, fmt.Errorf("%s: %s/sa.pub does not belong to sa.key: %w", node, PKIDir, err)
+		return nil, fmt.Errorf("%s: %s/sa.pub does not belong to sa.key: %w", node, nodefacts.PKIDir, err)
 	}
 	b, err := pki.FromTalos(tb)
 	if err != nil {
@@ -113,7 +106,7 @@ func samePublicKey(keyPEM, pubPEM []byte) error {
 }
 
 func keyOfCert(keyPEM, certPEM []byte) error {
-	cert, err := parseCert(certPEM)
+	cert, err := nodefacts.ParseCertPEM(certPEM)
 	if err != nil {
 		return err
 	}
@@ -185,38 +178,31 @@ type Encryption struct {
 	Err error
 }
 
-var encFlag = "--encryption-provider-config"
-
 // EncryptionFlag finds --encryption-provider-config in a kube-apiserver
 // static pod manifest and maps it to the file on the node through the
 // pod's hostPath volumes.
 func EncryptionFlag(manifest []byte) (flag, hostPath string, err error) {
-	var pod corev1.Pod
-	if err := yaml.Unmarshal(manifest, &pod); err != nil {
+	pod, err := nodefacts.ParsePod(manifest)
+	if err != nil {
 		return "", "", fmt.Errorf("kube-apiserver manifest: %w", err)
 	}
-	for _, c := range pod.Spec.Containers {
-		for _, arg := range slices.Concat(c.Command, c.Args) {
-			v, ok := strings.CutPrefix(arg, encFlag+"=")
-			if !ok {
-				continue
-			}
-			flag, hostPath = v, v
-			best := ""
-			for _, m := range c.VolumeMounts {
-				if (v == m.MountPath || strings.HasPrefix(v, strings.TrimSuffix(m.MountPath, "/")+"/")) && len(m.MountPath) > len(best) {
-					for _, vol := range pod.Spec.Volumes {
-						if vol.Name == m.Name && vol.HostPath != nil {
-							best = m.MountPath
-							hostPath = path.Join(vol.HostPath.Path, strings.TrimPrefix(v, m.MountPath))
-						}
-					}
+	v := nodefacts.PodFlags(pod)["encryption-provider-config"]
+	if v == "" {
+		return "", "", nil
+	}
+	flag, hostPath = v, v
+	best := ""
+	for _, m := range nodefacts.Component(pod).VolumeMounts {
+		if (v == m.MountPath || strings.HasPrefix(v, strings.TrimSuffix(m.MountPath, "/")+"/")) && len(m.MountPath) > len(best) {
+			for _, vol := range pod.Spec.Volumes {
+				if vol.Name == m.Name && vol.HostPath != nil {
+					best = m.MountPath
+					hostPath = path.Join(vol.HostPath.Path, strings.TrimPrefix(v, m.MountPath))
 				}
 			}
-			return flag, hostPath, nil
 		}
 	}
-	return "", "", nil
+	return flag, hostPath, nil
 }
 
 // ParseEncryption reads an EncryptionConfiguration: the providers for

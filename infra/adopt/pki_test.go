@@ -19,6 +19,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -27,7 +28,7 @@ import (
 type dirReader struct{ dir string }
 
 func (d dirReader) Read(_ context.Context, p string) ([]byte, error) {
-	rel, ok := strings.CutPrefix(p, PKIDir+"/")
+	rel, ok := strings.CutPrefix(p, nodefacts.PKIDir+"/")
 	if !ok {
 		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
 	}
@@ -122,7 +123,7 @@ func checkBundleFrom(t *testing.T, dir string) *pki.Bundle {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if want := read(t, dir, strings.TrimPrefix(f.Path, PKIDir+"/")); !bytes.Equal(f.Content, want) {
+		if want := read(t, dir, strings.TrimPrefix(f.Path, nodefacts.PKIDir+"/")); !bytes.Equal(f.Content, want) {
 			t.Errorf("rendered %s differs from the node's: up would rewrite it", f.Path)
 		}
 	}
@@ -245,6 +246,8 @@ func TestEncryptionFlag(t *testing.T) {
 		{"mapped through a hostPath volume", manifestWithEncryption, "/etc/kubernetes/enc/config.yaml", "/srv/encryption/config.yaml"},
 		{"no flag", strings.Replace(manifestWithEncryption, "    - --encryption-provider-config=/etc/kubernetes/enc/config.yaml\n", "", 1), "", ""},
 		{"no volume: the same path", strings.Replace(manifestWithEncryption, "name: enc, mountPath", "name: other, mountPath", 1), "/etc/kubernetes/enc/config.yaml", "/etc/kubernetes/enc/config.yaml"},
+		{"in args, as a --flag value pair", strings.Replace(manifestWithEncryption, "    - --encryption-provider-config=/etc/kubernetes/enc/config.yaml\n",
+			"    args:\n    - --encryption-provider-config\n    - /etc/kubernetes/enc/config.yaml\n", 1), "/etc/kubernetes/enc/config.yaml", "/srv/encryption/config.yaml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

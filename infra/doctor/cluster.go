@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -18,8 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -51,14 +52,15 @@ func (d *doctor) checkAPITLS(ctx context.Context) {
 	port := strconv.Itoa(inv.Cluster.Endpoint.Port)
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(d.t.Bundle.Talos.Certs.K8s.Crt)
-	want, _ := RequiredSANs(inv, "apiserver.crt")
+	api, _ := nodefacts.ServingCertOf(nodefacts.APIServerCert)
+	want := api.Required(inv)
 	seen := map[string]bool{}
 	for _, h := range d.apiHosts() {
 		where := h.name
 		if h.addr != h.name {
 			where += " (" + h.addr + ")"
 		}
-		leaf, err := ServedCertificate(ctx, d.t.Dial, net.JoinHostPort(h.addr, port))
+		leaf, err := apiprobe.ServedCertificate(ctx, d.t.Dial, net.JoinHostPort(h.addr, port))
 		if err != nil {
 			d.r.add("api tls", where, Fail, "no TLS handshake: %v", err)
 			continue
@@ -73,36 +75,13 @@ func (d *doctor) checkAPITLS(ctx context.Context) {
 			continue
 		}
 		seen[h.addr] = true
-		missing, extra := compareSANs(sanStrings(leaf), want, nil)
+		missing, extra := nodefacts.CompareSANs(nodefacts.SANs(leaf), want, nil)
 		if len(missing) == 0 && len(extra) == 0 {
 			d.r.add("api sans", h.addr, OK, "served certificate has exactly the required %d SANs", len(want))
 		} else {
 			d.r.add("api sans", h.addr, Fail, "served certificate lacks [%s], has extra [%s]", strings.Join(missing, " "), strings.Join(extra, " "))
 		}
 	}
-}
-
-// ServedCertificate makes a TLS handshake with addr and returns the
-// certificate served there, unverified: the caller compares it.
-func ServedCertificate(ctx context.Context, dial DialFunc, addr string) (*x509.Certificate, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	raw, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer raw.Close()
-	// Verification is done by hand afterwards, to tell "no answer" from
-	// "answers with the wrong certificate".
-	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-	if err := conn.HandshakeContext(ctx); err != nil {
-		return nil, err
-	}
-	certs := conn.ConnectionState().PeerCertificates
-	if len(certs) == 0 {
-		return nil, fmt.Errorf("no certificate")
-	}
-	return certs[0], nil
 }
 
 func (d *doctor) checkEtcd(ctx context.Context) {

@@ -7,29 +7,46 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
-func TestCompareSANs(t *testing.T) {
-	missing, extra := compareSANs([]string{"10.0.0.120", "::1", "cp-1"}, []string{"10.0.0.140", "cp-1"}, []string{"::1"})
-	if !slices.Equal(missing, []string{"10.0.0.140"}) || !slices.Equal(extra, []string{"10.0.0.120"}) {
-		t.Errorf("missing %v extra %v", missing, extra)
+func TestAddressesIn(t *testing.T) {
+	if got := addressesIn("https://127.0.0.1:2379,https://10.0.0.120:2379"); !slices.Equal(got, []string{"10.0.0.120"}) {
+		t.Errorf("addresses (loopback left out): %v", got)
 	}
 }
 
-func TestFlagsAndAddresses(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Command: []string{"etcd",
-		"--listen-client-urls=https://127.0.0.1:2379,https://10.0.0.120:2379", "--name=cp-1"}}}}}
-	f := flags(pod)
-	if f["name"] != "cp-1" {
-		t.Errorf("flags: %v", f)
+// The seed's crash loop is found whichever way the manifest carries its
+// flags: kubeadm's in command, a hand-built etcd's in args.
+func TestCheckManifestsReadsArgs(t *testing.T) {
+	inv := &inventory.Inventory{
+		Cluster: inventory.Cluster{Network: inventory.Network{NodeCIDR: "10.0.0.0/24"}},
+		Nodes:   []inventory.Node{{Name: "cp-1", Role: inventory.RoleControlPlane, Address: "10.0.0.140"}},
 	}
-	if got := addressesIn(f["listen-client-urls"]); !slices.Equal(got, []string{"10.0.0.120"}) {
-		t.Errorf("addresses (loopback left out): %v", got)
+	d := &doctor{t: Target{Inventory: inv}, r: &Report{}}
+	f := &nodeFacts{node: inv.Nodes[0], reached: true, addrs: []string{"10.0.0.140"}, live: nodefacts.Live{Files: map[string][]byte{
+		nodefacts.Manifest(nodefacts.Etcd): []byte(`spec:
+  containers:
+  - name: etcd
+    image: registry.k8s.io/etcd:3.6.5-0
+    args: [--name=cp-1, "--listen-peer-urls=https://10.0.0.120:2380"]
+`),
+		nodefacts.Manifest(nodefacts.KubeAPIServer): []byte(`spec:
+  containers:
+  - name: kube-apiserver
+    command: [kube-apiserver, --advertise-address=10.0.0.140]
+`),
+	}}}
+	d.checkManifests(inv.Nodes[0], f)
+	var failed []string
+	for _, x := range d.r.Failed() {
+		failed = append(failed, x.Where)
+	}
+	if !slices.Equal(failed, []string{"cp-1:" + nodefacts.Manifest(nodefacts.Etcd)}) {
+		t.Errorf("failed %v, want etcd.yaml alone (its --listen-peer-urls in args)", d.r.Findings)
 	}
 }
 

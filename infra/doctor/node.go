@@ -2,8 +2,6 @@ package doctor
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -14,13 +12,10 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
-
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
-	"github.com/homelab-dev/homelab/roles/sans"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // nodeFacts is what one node showed over SSH.
@@ -36,8 +31,7 @@ type nodeFacts struct {
 	primary   string
 	neigh     map[string]string // MAC -> address, from the node's neighbour table
 	kubeconfs map[string]string // path -> server URL
-	manifests map[string]*corev1.Pod
-	certs     map[string]*x509.Certificate
+	live      nodefacts.Live    // manifests and certificates
 	bindLog   map[string]string // component -> its last bind failure
 	gpus      gpu.Detection
 	gpusRead  bool
@@ -46,23 +40,19 @@ type nodeFacts struct {
 }
 
 // probeScript is read-only. Secondary addresses are listed apart: the VIP
-// is one, and must not pass for the node's own address.
-const probeScript = `echo "hostname=$(hostname)"
+// is one, and must not pass for the node's own address. nodefacts' probe
+// brings the kubeconfigs' servers, manifests and certificates in the same
+// session.
+var probeScript = `echo "hostname=$(hostname)"
 for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
 ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case "$rest" in *secondary*) echo "secondary=${a%%/*}";; *) echo "addr=${a%%/*}";; esac; done
 ip -4 neigh show 2>/dev/null | awk '$4=="lladdr" && $6!="FAILED" && $6!="INCOMPLETE" {print "neigh=" $1 " " $5}'
-for f in /etc/kubernetes/*.conf; do [ -f "$f" ] && echo "kubeconfig=$f $(awk '$1=="server:"{print $2; exit}' "$f")"; done
 for c in etcd kube-apiserver; do
   for l in /var/log/pods/$c.log /var/log/pods/kube-system_$c-*/$c/*.log; do
     [ -f "$l" ] && tail -n 300 "$l" | grep -E 'bind: cannot assign requested address|listen tcp .*: bind' | tail -n 1 | sed "s|^|bind.$c=|"
   done
 done
-true`
-
-var (
-	controlPlaneManifests = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-	certFiles             = []string{"apiserver.crt", "etcd/server.crt", "etcd/peer.crt"}
-)
+` + nodefacts.ProbeScript
 
 func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
 	inv := d.t.Inventory
@@ -95,12 +85,14 @@ func (d *doctor) probeNode(ctx context.Context, n inventory.Node) *nodeFacts {
 
 func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at string) {
 	f.reached, f.at = true, at
-	f.neigh, f.kubeconfs, f.manifests, f.certs, f.bindLog = map[string]string{}, map[string]string{}, map[string]*corev1.Pod{}, map[string]*x509.Certificate{}, map[string]string{}
+	f.neigh, f.bindLog = map[string]string{}, map[string]string{}
 	res, err := c.Query(ctx, probeScript)
 	if err != nil {
 		f.err = err
 		return
 	}
+	f.live = nodefacts.ParseProbe(string(res.Stdout))
+	f.kubeconfs = f.live.Kubeconfigs
 	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
@@ -119,10 +111,6 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			if ip, mac, ok := strings.Cut(v, " "); ok {
 				f.neigh[strings.ToLower(mac)] = ip
 			}
-		case k == "kubeconfig":
-			if p, server, ok := strings.Cut(v, " "); ok {
-				f.kubeconfs[p] = server
-			}
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
 		}
@@ -140,27 +128,6 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	}
 	if d.t.Inventory.Cluster.Etcd.Snapshots != nil {
 		f.snapshots = readSnapshots(ctx, c)
-	}
-	for _, m := range controlPlaneManifests {
-		data, err := c.Read(ctx, "/etc/kubernetes/manifests/"+m+".yaml")
-		if err != nil {
-			continue
-		}
-		var pod corev1.Pod
-		if yaml.Unmarshal(data, &pod) == nil {
-			f.manifests[m] = &pod
-		}
-	}
-	for _, p := range certFiles {
-		data, err := c.Read(ctx, "/etc/kubernetes/pki/"+p)
-		if err != nil {
-			continue
-		}
-		if b, _ := pem.Decode(data); b != nil {
-			if cert, err := x509.ParseCertificate(b.Bytes); err == nil {
-				f.certs[p] = cert
-			}
-		}
 	}
 }
 
@@ -285,40 +252,24 @@ func addressesIn(s string) []string {
 	return out
 }
 
-// flags maps a static pod's --flag=value arguments.
-func flags(pod *corev1.Pod) map[string]string {
-	out := map[string]string{}
-	if len(pod.Spec.Containers) == 0 {
-		return out
-	}
-	c := pod.Spec.Containers[0]
-	for _, a := range append(slices.Clone(c.Command), c.Args...) {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // bindFlags are the flags whose addresses the component binds or
 // announces: one the node lacks is the seed's crash loop.
 var bindFlags = map[string][]string{
-	"etcd":           {"listen-peer-urls", "listen-client-urls", "initial-advertise-peer-urls", "advertise-client-urls"},
-	"kube-apiserver": {"advertise-address", "bind-address"},
+	nodefacts.Etcd:          {"listen-peer-urls", "listen-client-urls", "initial-advertise-peer-urls", "advertise-client-urls"},
+	nodefacts.KubeAPIServer: {"advertise-address", "bind-address"},
 }
 
 func (d *doctor) checkManifests(n inventory.Node, f *nodeFacts) {
 	nodeNet, _ := netip.ParsePrefix(d.t.Inventory.Cluster.Network.NodeCIDR)
-	for _, m := range controlPlaneManifests {
-		pod, ok := f.manifests[m]
+	for _, m := range nodefacts.ControlPlaneComponents {
+		fl, ok := f.live.Flags(m)
 		if !ok {
-			if m == "etcd" || m == "kube-apiserver" {
+			if m == nodefacts.Etcd || m == nodefacts.KubeAPIServer {
 				d.r.add("manifest", n.Name+":"+m+".yaml", Fail, "missing")
 			}
 			continue
 		}
-		fl := flags(pod)
-		where := n.Name + ":/etc/kubernetes/manifests/" + m + ".yaml"
+		where := n.Name + ":" + nodefacts.Manifest(m)
 		bad := false
 		var badFlags, badAddrs []string
 		for _, k := range bindFlags[m] {
@@ -340,7 +291,7 @@ func (d *doctor) checkManifests(n inventory.Node, f *nodeFacts) {
 		}
 		switch {
 		case len(badFlags) == 0:
-		case m == "etcd":
+		case m == nodefacts.Etcd:
 			d.r.cause("%s: etcd is configured for %s (%s in etcd.yaml), an address the node no longer has: it cannot bind it and crash-loops, so this member is down",
 				n.Name, strings.Join(badAddrs, ", "), strings.Join(badFlags, ", "))
 		default:
@@ -416,53 +367,17 @@ func (d *doctor) audit(check, where string, owner inventory.Node, server string)
 	d.r.cause("%s points at %s, which no node has", where, server)
 }
 
-// sanStrings lists a certificate's IP and DNS SANs, IPs normalised.
-func sanStrings(c *x509.Certificate) []string {
-	var out []string
-	for _, ip := range c.IPAddresses {
-		if a, ok := netip.AddrFromSlice(ip); ok {
-			out = append(out, a.Unmap().String())
-		}
-	}
-	return append(out, c.DNSNames...)
-}
-
-// compareSANs returns what the certificate lacks and what it has beyond
-// the required set (allowed extras aside).
-func compareSANs(have, want, allowed []string) (missing, extra []string) {
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			missing = append(missing, w)
-		}
-	}
-	for _, h := range have {
-		if !slices.Contains(want, h) && !slices.Contains(allowed, h) {
-			extra = append(extra, h)
-		}
-	}
-	return missing, extra
-}
-
-// RequiredSANs is what each control-plane certificate must carry, exactly:
-// the apiserver's is roles/sans.APIServer; etcd's are roles/sans.Etcd plus
-// the IPv6 loopback kubeadm always adds.
-func RequiredSANs(inv *inventory.Inventory, cert string) (want, allowed []string) {
-	if cert == "apiserver.crt" {
-		return sans.APIServer(inv).Strings(), nil
-	}
-	return sans.Etcd(inv).Strings(), []string{"::1"}
-}
-
 func (d *doctor) checkCerts(n inventory.Node, f *nodeFacts) {
-	for _, p := range certFiles {
-		c, ok := f.certs[p]
-		where := n.Name + ":/etc/kubernetes/pki/" + p
+	for _, sc := range nodefacts.ServingCerts {
+		c, ok := f.live.Cert(sc.File)
+		p := sc.File
+		where := n.Name + ":" + nodefacts.PKIFile(p)
 		if !ok {
 			d.r.add("cert sans", where, Fail, "missing or unreadable")
 			continue
 		}
-		want, allowed := RequiredSANs(d.t.Inventory, p)
-		have := sanStrings(c)
+		want := sc.Required(d.t.Inventory)
+		have := nodefacts.SANs(c)
 		// A node found on an address the inventory does not declare yet:
 		// the certificates must carry that address too before it can
 		// serve there.
@@ -473,7 +388,7 @@ func (d *doctor) checkCerts(n inventory.Node, f *nodeFacts) {
 					live, m.Name, n.Name, p, m.Name)
 			}
 		}
-		missing, extra := compareSANs(have, want, allowed)
+		missing, extra := nodefacts.CompareSANs(have, want, sc.AllowedExtras())
 		if len(missing) == 0 && len(extra) == 0 {
 			d.r.add("cert sans", where, OK, "the required %d SANs", len(want))
 			continue

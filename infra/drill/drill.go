@@ -32,6 +32,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -279,11 +280,11 @@ func program(c Consumer) (prog, manifest string) {
 	case impact.KindKubelet:
 		return "kubelet", ""
 	case impact.KindControllerManager:
-		return "kube-controller-manager", "/etc/kubernetes/manifests/kube-controller-manager.yaml"
+		return nodefacts.KubeControllerManager, nodefacts.Manifest(nodefacts.KubeControllerManager)
 	case impact.KindScheduler:
-		return "kube-scheduler", "/etc/kubernetes/manifests/kube-scheduler.yaml"
+		return nodefacts.KubeScheduler, nodefacts.Manifest(nodefacts.KubeScheduler)
 	case impact.KindEtcd:
-		return "kube-apiserver", apiserverManifest // the apiserver is the client of its etcd
+		return nodefacts.KubeAPIServer, nodefacts.Manifest(nodefacts.KubeAPIServer) // the apiserver is the client of its etcd
 	}
 	return "", ""
 }
@@ -806,30 +807,30 @@ func Discover(ctx context.Context, l *lab.Lab, inv *inventory.Inventory) ([]Cons
 	}
 	out = append(out, Consumer{ID: "cluster-info", Kind: impact.KindClusterInfo, Address: ciServer})
 
-	const script = `for f in kubelet controller-manager scheduler; do printf '%s ' $f; sed -n 's|^ *server: https://||p' /etc/kubernetes/$f.conf 2>/dev/null | head -1; echo; done; printf 'etcd '; sed -n 's|.*--etcd-servers=https://||p' /etc/kubernetes/manifests/kube-apiserver.yaml 2>/dev/null | head -1; echo`
 	var etcd []Consumer
 	var cms, scheds []Consumer
 	for _, n := range inv.Nodes {
-		txt, err := l.Run(ctx, n.Name, script)
+		txt, err := l.Run(ctx, n.Name, nodefacts.ProbeScript)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", n.Name, err)
 		}
-		for _, line := range strings.Split(txt, "\n") {
-			f := strings.Fields(line)
-			if len(f) != 2 {
-				continue
-			}
-			addr := strings.Split(f[1], ",")[0]
-			switch f[0] {
-			case "kubelet":
-				out = append(out, Consumer{ID: "kubelet/" + n.Name, Kind: impact.KindKubelet, Node: n.Name, Address: addr})
-			case "controller-manager":
-				cms = append(cms, Consumer{ID: "controller-manager/" + n.Name, Kind: impact.KindControllerManager, Node: n.Name, Address: addr})
-			case "scheduler":
-				scheds = append(scheds, Consumer{ID: "scheduler/" + n.Name, Kind: impact.KindScheduler, Node: n.Name, Address: addr})
-			case "etcd":
-				etcd = append(etcd, Consumer{ID: "apiserver-etcd/" + n.Name, Kind: impact.KindEtcd, Node: n.Name, Address: addr})
-			}
+		live := nodefacts.ParseProbe(txt)
+		server := func(kubeconfig string) (string, bool) {
+			s := live.Kubeconfigs[kubeconfig]
+			return hostPort(s), s != ""
+		}
+		if addr, ok := server(nodefacts.KubeletConf); ok {
+			out = append(out, Consumer{ID: "kubelet/" + n.Name, Kind: impact.KindKubelet, Node: n.Name, Address: addr})
+		}
+		if addr, ok := server(nodefacts.ControllerManagerConf); ok {
+			cms = append(cms, Consumer{ID: "controller-manager/" + n.Name, Kind: impact.KindControllerManager, Node: n.Name, Address: addr})
+		}
+		if addr, ok := server(nodefacts.SchedulerConf); ok {
+			scheds = append(scheds, Consumer{ID: "scheduler/" + n.Name, Kind: impact.KindScheduler, Node: n.Name, Address: addr})
+		}
+		if f, ok := live.Flags(nodefacts.KubeAPIServer); ok && f["etcd-servers"] != "" {
+			addr := hostPort(strings.Split(f["etcd-servers"], ",")[0])
+			etcd = append(etcd, Consumer{ID: "apiserver-etcd/" + n.Name, Kind: impact.KindEtcd, Node: n.Name, Address: addr})
 		}
 	}
 	for i := range cms {

@@ -11,14 +11,14 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // Where the apiserver drill parks the static pod's manifest: outside the
 // kubelet's manifest directory (the kubelet reads every file in it,
 // whatever its name), where `homelab doctor` and a user find it.
 const (
-	apiserverManifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-	parkedManifest    = "/etc/kubernetes/kube-apiserver.yaml.stopped-by-homelab-drill"
+	parkedManifest = nodefacts.KubernetesDir + "/kube-apiserver.yaml.stopped-by-homelab-drill"
 )
 
 // injector makes a failure and undoes it.
@@ -142,8 +142,8 @@ type apiserverStop struct {
 
 func (a *apiserverStop) fail(ctx context.Context, s *sampler) (string, error) {
 	for _, n := range a.nodes {
-		if out, err := s.o.Lab.Run(ctx, n, fmt.Sprintf("test -f %s && mv %s %s", apiserverManifest, apiserverManifest, parkedManifest)); err != nil {
-			return "", fmt.Errorf("%s: moving %s away: %w: %s", n, apiserverManifest, err, out)
+		if out, err := s.o.Lab.Run(ctx, n, fmt.Sprintf("test -f %s && mv %s %s", nodefacts.Manifest(nodefacts.KubeAPIServer), nodefacts.Manifest(nodefacts.KubeAPIServer), parkedManifest)); err != nil {
+			return "", fmt.Errorf("%s: moving %s away: %w: %s", n, nodefacts.Manifest(nodefacts.KubeAPIServer), err, out)
 		}
 		a.parked = append(a.parked, n)
 		s.event(fmt.Sprintf("%s: kube-apiserver.yaml moved out of the manifests", n))
@@ -169,8 +169,8 @@ func (a *apiserverStop) fail(ctx context.Context, s *sampler) (string, error) {
 func (a *apiserverStop) restore(ctx context.Context, s *sampler) error {
 	var errs []error
 	for _, n := range a.parked {
-		if out, err := s.o.Lab.Run(ctx, n, fmt.Sprintf("mv %s %s", parkedManifest, apiserverManifest)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: moving %s back to %s: %w: %s", n, parkedManifest, apiserverManifest, err, out))
+		if out, err := s.o.Lab.Run(ctx, n, fmt.Sprintf("mv %s %s", parkedManifest, nodefacts.Manifest(nodefacts.KubeAPIServer))); err != nil {
+			errs = append(errs, fmt.Errorf("%s: moving %s back to %s: %w: %s", n, parkedManifest, nodefacts.Manifest(nodefacts.KubeAPIServer), err, out))
 			continue
 		}
 		s.event(n + ": kube-apiserver.yaml back in the manifests")

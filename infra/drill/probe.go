@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -47,9 +48,7 @@ func newProber(b *pki.Bundle) (*prober, error) {
 // readyz asks addr's apiserver /readyz with TLS verified for that very
 // host: 200 only when it serves with etcd behind it.
 func (p *prober) readyz(ctx context.Context, dial dialFunc, addr string, timeout time.Duration) error {
-	host, _, _ := net.SplitHostPort(addr)
-	_, err := call(ctx, dial, addr, &tls.Config{RootCAs: p.apiCA, ServerName: host, MinVersion: tls.VersionTLS12}, http.MethodGet, "/readyz", nil, timeout)
-	return err
+	return apiprobe.Readyz{CA: p.apiCA, Dial: dial, Timeout: timeout}.Check(ctx, addr)
 }
 
 func (p *prober) etcdTLS(addr string) *tls.Config {

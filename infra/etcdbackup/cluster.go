@@ -15,6 +15,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -101,7 +102,7 @@ func (t Target) pins() (pins, error) {
 // sameCAs reads the node's CA certificates: ok when both are the bundle's,
 // present false when the node has none (a blank machine).
 func sameCAs(ctx context.Context, n *node, want pins) (present bool, err error) {
-	for _, f := range []struct{ path, want string }{{etcdclient.NodeCA, want.etcd}, {"/etc/kubernetes/pki/ca.crt", want.cluster}} {
+	for _, f := range []struct{ path, want string }{{etcdclient.NodeCA, want.etcd}, {nodefacts.CACert, want.cluster}} {
 		data, err := n.c.Read(ctx, f.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -3,25 +3,16 @@ package etcdbackup
 import (
 	"fmt"
 	"regexp"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
-// etcdFlags reads kubeadm's etcd manifest's --name=value flags.
+// etcdFlags reads the flags of kubeadm's etcd manifest that a restore
+// needs.
 func etcdFlags(manifest []byte) (map[string]string, error) {
-	var pod corev1.Pod
-	if err := yaml.Unmarshal(manifest, &pod); err != nil {
+	out, err := nodefacts.ManifestFlags(manifest)
+	if err != nil {
 		return nil, err
-	}
-	out := map[string]string{}
-	for _, c := range pod.Spec.Containers {
-		for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-			if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
-				out[k] = v
-			}
-		}
 	}
 	for _, k := range []string{"name", "initial-advertise-peer-urls", "data-dir"} {
 		if out[k] == "" {

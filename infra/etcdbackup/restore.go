@@ -13,13 +13,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
-	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 // Paths on a node the restore uses.
 const (
-	manifestDir = "/etc/kubernetes/manifests"
+	manifestDir = nodefacts.ManifestsDir
 	// AsideDir holds the control plane's static pod manifests while a
 	// restore runs: the kubelet stops the pods, and nothing of the lost
 	// cluster starts again on its own.
@@ -27,11 +27,12 @@ const (
 	// BeforeRestoreDir keeps the etcd data a restore replaced on a node
 	// (the latest restore's only): nothing is deleted without a trace.
 	BeforeRestoreDir = "/var/lib/homelab/etcd-before-restore"
-	adminConf        = "/etc/kubernetes/admin.conf"
+	adminConf        = nodefacts.AdminConf
 	upload           = "/var/lib/homelab/etcd-restore.tgz"
 )
 
-var controlPlanePods = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// controlPlanePods start with etcd, which the others need.
+var controlPlanePods = nodefacts.ControlPlaneComponents
 
 // RestoreOptions says what to restore and where.
 type RestoreOptions struct {
@@ -79,24 +80,19 @@ type nodeState struct {
 }
 
 func (s *nodeState) member() bool {
-	return s.manifest != nil && (s.files[provider.InitMarker] || s.files[provider.JoinMarker])
+	return s.manifest != nil && (s.files[nodefacts.InitMarker] || s.files[nodefacts.JoinMarker])
 }
 
 func (s *nodeState) peerURL() string { return s.flags["initial-advertise-peer-urls"] }
 
-const probe = `for f in ` + manifestDir + `/etcd.yaml ` + AsideDir + `/etcd.yaml ` + provider.InitMarker + ` ` + provider.JoinMarker + ` ` + adminConf + `; do [ -e "$f" ] && echo "$f"; done; true`
+var probe = nodefacts.PresenceScript(nodefacts.Files(nodefacts.Manifest(nodefacts.Etcd), AsideDir+"/etcd.yaml", nodefacts.InitMarker, nodefacts.JoinMarker, adminConf)...)
 
 func (t Target) probe(ctx context.Context, n *node) (*nodeState, error) {
-	s := &nodeState{node: n, files: map[string]bool{}}
 	r, err := n.c.Query(ctx, probe)
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range strings.Split(string(r.Stdout), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			s.files[l] = true
-		}
-	}
+	s := &nodeState{node: n, files: nodefacts.ParsePresence(string(r.Stdout))}
 	for _, p := range []string{manifestDir + "/etcd.yaml", AsideDir + "/etcd.yaml"} {
 		if s.files[p] {
 			if s.manifest, err = n.c.Read(ctx, p); err != nil {

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // Files on a kubeadm control-plane node the client is made from: the etcd
@@ -15,9 +16,9 @@ import (
 // certificate, which etcd grants everything (kubeadm runs etcd without
 // auth, certificates are the access control).
 const (
-	NodeCA         = "/etc/kubernetes/pki/etcd/ca.crt"
-	NodeClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt"
-	NodeClientKey  = "/etc/kubernetes/pki/apiserver-etcd-client.key"
+	NodeCA         = nodefacts.EtcdCACert
+	NodeClientCert = nodefacts.PKIDir + "/apiserver-etcd-client.crt"
+	NodeClientKey  = nodefacts.PKIDir + "/apiserver-etcd-client.key"
 	// LocalEndpoint is the member's client URL on the node's loopback,
 	// where kubeadm's etcd always listens.
 	LocalEndpoint = "https://127.0.0.1:2379"

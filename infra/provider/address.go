@@ -2,26 +2,24 @@ package provider
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"net/netip"
+	"path"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // ControlPlaneAddress keeps what kubeadm baked into a control-plane node
@@ -72,12 +70,6 @@ func (c *ControlPlaneAddress) Annotate(a infer.Annotator) {
 	a.SetToken("index", "ControlPlaneAddress")
 }
 
-const (
-	apiserverManifest = manifests + "/kube-apiserver.yaml"
-	etcdManifest      = manifests + "/etcd.yaml"
-	kubeletFlags      = "/var/lib/kubelet/kubeadm-flags.env"
-)
-
 func (in ControlPlaneAddressArgs) configPath() string {
 	if in.ConfigPath == "" {
 		return kubeadm.InitConfigPath
@@ -85,68 +77,46 @@ func (in ControlPlaneAddressArgs) configPath() string {
 	return in.ConfigPath
 }
 
-// The kubeconfigs whose server is the node's own address (kubeadm points
-// the node's own components at it); admin.conf points at the endpoint.
-var ownKubeconfigs = []string{"kubelet.conf", "controller-manager.conf", "scheduler.conf", "super-admin.conf"}
-
-// liveScript is read-only.
-const liveScript = `sed -n 's/.*--advertise-address=\([^" ]*\).*/advertise=\1/p' ` + apiserverManifest + ` 2>/dev/null | head -1
-sed -n 's/.*--listen-peer-urls=\([^" ]*\).*/etcdpeer=\1/p' ` + etcdManifest + ` 2>/dev/null | head -1
-sed -n 's/.*--node-ip=\([^" ]*\).*/nodeip=\1/p' ` + kubeletFlags + ` 2>/dev/null | head -1
-for f in kubelet.conf controller-manager.conf scheduler.conf super-admin.conf; do
-  [ -f /etc/kubernetes/$f ] && echo "kubeconfig.$f=$(awk '$1=="server:"{print $2; exit}' /etc/kubernetes/$f)"
-done
-true`
-
-// certSANs lists the certificates checked and which required set applies.
-var certSANs = map[string]string{
-	"apiserver.crt":   "apiserver",
-	"etcd/server.crt": "etcd",
-	"etcd/peer.crt":   "etcd",
-}
-
 func readLive(ctx context.Context, c *ssh.Client, st *ControlPlaneAddressState) error {
-	out, _, err := query(ctx, c, liveScript)
+	out, _, err := query(ctx, c, nodefacts.ProbeScript)
 	if err != nil {
 		return err
 	}
+	setLive(st, nodefacts.ParseProbe(out))
+	return nil
+}
+
+// setLive records what the node's files say, as the state keeps it.
+func setLive(st *ControlPlaneAddressState, live nodefacts.Live) {
 	st.LiveAdvertise, st.LiveEtcdPeer, st.LiveNodeIP = "", "", ""
-	st.LiveKubeconfig, st.LiveSANs = map[string]string{}, map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		switch {
-		case k == "advertise":
-			st.LiveAdvertise = v
-		case k == "etcdpeer":
-			st.LiveEtcdPeer = hostOf(strings.Split(v, ",")[0])
-		case k == "nodeip":
-			st.LiveNodeIP = v
-		case strings.HasPrefix(k, "kubeconfig."):
-			st.LiveKubeconfig[strings.TrimPrefix(k, "kubeconfig.")] = hostOf(v)
+	st.LiveKubeconfig, st.LiveSANs, st.LiveArgs = map[string]string{}, map[string]string{}, map[string]string{}
+	if f, ok := live.Flags(nodefacts.KubeAPIServer); ok {
+		st.LiveAdvertise = f["advertise-address"]
+	}
+	if f, ok := live.Flags(nodefacts.Etcd); ok && f["listen-peer-urls"] != "" {
+		st.LiveEtcdPeer = hostOf(strings.Split(f["listen-peer-urls"], ",")[0])
+	}
+	st.LiveNodeIP = live.KubeletFlags()["node-ip"]
+	for _, kc := range nodefacts.OwnKubeconfigs {
+		if server, ok := live.Kubeconfigs[kc]; ok {
+			st.LiveKubeconfig[path.Base(kc)] = hostOf(server)
 		}
 	}
-	st.LiveArgs = map[string]string{}
 	for pod := range st.ComponentArgs {
-		data, err := c.Read(ctx, manifests+"/"+pod+".yaml")
-		if err != nil {
+		flags, ok := live.Flags(pod)
+		if !ok {
 			continue // a node not joined yet: its join writes the manifests
 		}
-		for flag, v := range manifestFlags(data) {
+		for flag, v := range flags {
 			st.LiveArgs[pod+"/"+flag] = v
 		}
 	}
-	for f := range certSANs {
-		data, err := c.Read(ctx, "/etc/kubernetes/pki/"+f)
-		if err != nil {
-			st.LiveSANs[f] = ""
-			continue
+	for _, sc := range nodefacts.ServingCerts {
+		st.LiveSANs[sc.File] = ""
+		if cert, ok := live.Cert(sc.File); ok {
+			st.LiveSANs[sc.File] = strings.Join(slices.Sorted(slices.Values(nodefacts.SANs(cert))), ",")
 		}
-		st.LiveSANs[f] = strings.Join(certSANList(data), ",")
 	}
-	return nil
 }
 
 func hostOf(u string) string {
@@ -157,61 +127,6 @@ func hostOf(u string) string {
 	return u
 }
 
-func certSANList(pemData []byte) []string {
-	b, _ := pem.Decode(pemData)
-	if b == nil {
-		return nil
-	}
-	cert, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, ip := range cert.IPAddresses {
-		if a, ok := netip.AddrFromSlice(ip); ok {
-			out = append(out, a.Unmap().String())
-		}
-	}
-	out = append(out, cert.DNSNames...)
-	sort.Strings(out)
-	return out
-}
-
-// sansDiffer compares a certificate's SANs with the required set; kubeadm
-// always adds the IPv6 loopback to etcd's.
-func sansDiffer(live string, want []string, allowed ...string) bool {
-	have := []string{}
-	if live != "" {
-		have = strings.Split(live, ",")
-	}
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return true
-		}
-	}
-	for _, h := range have {
-		if !slices.Contains(want, h) && !slices.Contains(allowed, h) {
-			return true
-		}
-	}
-	return false
-}
-
-// manifestFlags reads a static pod manifest's --name=value flags.
-func manifestFlags(data []byte) map[string]string {
-	var pod corev1.Pod
-	out := map[string]string{}
-	if err := yaml.Unmarshal(data, &pod); err != nil || len(pod.Spec.Containers) == 0 {
-		return out
-	}
-	for _, a := range pod.Spec.Containers[0].Command {
-		if name, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
-			out[name] = v
-		}
-	}
-	return out
-}
-
 // drift lists what differs on the node, by what fixes it.
 type drift struct {
 	certs    []string // certificate files to regenerate
@@ -220,32 +135,25 @@ type drift struct {
 	problems []string
 }
 
-// controlPlanePhase is kubeadm's phase name for each static pod.
-var controlPlanePhase = map[string]string{
-	"kube-apiserver":          "apiserver",
-	"kube-controller-manager": "controller-manager",
-	"kube-scheduler":          "scheduler",
-}
-
 func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
 	var d drift
-	files := make([]string, 0, len(certSANs))
-	for f := range certSANs {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		want, allowed := in.APIServerSANs, []string(nil)
-		if certSANs[f] == "etcd" {
-			want, allowed = in.EtcdSANs, []string{"::1"}
+	byFile := func(a, b nodefacts.ServingCert) int { return strings.Compare(a.File, b.File) }
+	for _, sc := range slices.SortedFunc(slices.Values(nodefacts.ServingCerts), byFile) {
+		want := in.APIServerSANs
+		if sc.Etcd {
+			want = in.EtcdSANs
 		}
-		if sansDiffer(st.LiveSANs[f], want, allowed...) {
-			d.certs = append(d.certs, f)
-			d.problems = append(d.problems, f+" SANs differ from the required set")
+		have := []string{}
+		if live := st.LiveSANs[sc.File]; live != "" {
+			have = strings.Split(live, ",")
+		}
+		if nodefacts.SANsDiffer(have, want, sc.AllowedExtras()) {
+			d.certs = append(d.certs, sc.File)
+			d.problems = append(d.problems, sc.File+" SANs differ from the required set")
 		}
 	}
 	for _, pod := range slices.Sorted(maps.Keys(in.ComponentArgs)) {
-		if _, ok := controlPlanePhase[pod]; !ok {
+		if _, ok := nodefacts.ComponentPhase[pod]; !ok {
 			continue
 		}
 		if !hasPod(st.LiveArgs, pod) {
@@ -273,7 +181,7 @@ func driftOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState) drift {
 		d.problems = append(d.problems, "the kubelet's node IP is "+st.LiveNodeIP)
 	}
 	for f, h := range st.LiveKubeconfig {
-		if h != in.Address && isIP(h) && slices.Contains(ownKubeconfigs, f) && (h == st.LiveAdvertise || h == st.LiveNodeIP) {
+		if h != in.Address && isIP(h) && slices.Contains(nodefacts.OwnKubeconfigs, nodefacts.KubernetesDir+"/"+f) && (h == st.LiveAdvertise || h == st.LiveNodeIP) {
 			d.address = true
 			d.problems = append(d.problems, f+" points at "+h)
 		}
@@ -390,7 +298,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 		if pod == "kube-apiserver" && dr.address {
 			continue
 		}
-		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", "kubeadm init phase control-plane "+controlPlanePhase[pod]+cfg); err != nil {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", "kubeadm init phase control-plane "+nodefacts.ComponentPhase[pod]+cfg); err != nil {
 			return st, err
 		}
 	}
@@ -406,10 +314,10 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 			// kubeconfigs of the node's own components and the kubelet's
 			// node IP: rewritten in place, keeping their credentials.
 			o, n := strings.ReplaceAll(old, ".", `\.`), in.Address
-			for _, f := range ownKubeconfigs {
-				script += "[ -f /etc/kubernetes/" + f + " ] && sed -i 's#https://" + o + ":#https://" + n + ":#' /etc/kubernetes/" + f + "\n"
+			for _, f := range nodefacts.OwnKubeconfigs {
+				script += "[ -f " + f + " ] && sed -i 's#https://" + o + ":#https://" + n + ":#' " + f + "\n"
 			}
-			script += "[ -f " + kubeletFlags + " ] && sed -i 's#--node-ip=" + o + "\\b#--node-ip=" + n + "#' " + kubeletFlags + "\n"
+			script += "[ -f " + nodefacts.KubeletFlagsEnv + " ] && sed -i 's#--node-ip=" + o + "\\b#--node-ip=" + n + "#' " + nodefacts.KubeletFlagsEnv + "\n"
 		}
 		// The kubelet rereads its flags and kubeconfig only on a restart;
 		// the controller-manager and scheduler their kubeconfigs likewise:
@@ -439,18 +347,25 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 // has not after a while (certsOnly: nothing restarted it), it is
 // restarted.
 func waitHealthy(ctx context.Context, c *ssh.Client, in ControlPlaneAddressArgs, certsOnly bool) error {
-	caPEM, err := c.Read(ctx, "/etc/kubernetes/pki/ca.crt")
+	caPEM, err := c.Read(ctx, nodefacts.CACert)
 	if err != nil {
 		return err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
+	port := in.Port
+	if port == 0 {
+		port = 6443
+	}
+	// Verified for the node's own address: a certificate lacking it fails.
+	readyz := apiprobe.Readyz{CA: pool, Dial: c.DialContext}
+	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
 	deadline := time.Now().Add(4 * time.Minute)
 	restartAt := time.Now().Add(30 * time.Second)
 	var lastEtcd, lastAPI error
 	for time.Now().Before(deadline) {
 		if lastEtcd = etcdHealthy(ctx, c); lastEtcd == nil {
-			if lastAPI = readyzAt(ctx, c, pool, in.Address, in.Port); lastAPI == nil {
+			if lastAPI = readyz.Check(ctx, addr); lastAPI == nil {
 				return nil
 			}
 		}
@@ -489,43 +404,14 @@ func etcdHealthy(ctx context.Context, c *ssh.Client) error {
 	return nil
 }
 
-// readyzAt asks the node's apiserver through the SSH connection, with TLS
-// verified for the node's address: a certificate lacking it fails here.
-func readyzAt(ctx context.Context, c *ssh.Client, pool *x509.CertPool, address string, port int) error {
-	if port == 0 {
-		port = 6443
-	}
-	addr := net.JoinHostPort(address, fmt.Sprint(port))
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return c.DialContext(ctx, "tcp", addr)
-		},
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: address, MinVersion: tls.VersionTLS12},
-	}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz: HTTP %d", resp.StatusCode)
-	}
-	return nil
-}
-
 // regenerateCerts issues new certificates with kubeadm in a staging
 // directory holding only the CAs (kubeadm keeps an existing certificate
 // whatever its SANs, so it must not see the old ones), then moves each
 // pair into place. The running etcd and apiserver never find a
 // certificate missing: both reload theirs from the files by themselves.
 func regenerateCerts(config string, certs []string) string {
-	phase := map[string]string{"apiserver.crt": "apiserver", "etcd/server.crt": "etcd-server", "etcd/peer.crt": "etcd-peer"}
 	script := `set -e
-pki=/etc/kubernetes/pki
+pki=` + nodefacts.PKIDir + `
 t=$(mktemp -d /etc/kubernetes/.homelab-pki.XXXXXX)
 trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/etcd"
@@ -535,7 +421,8 @@ sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/co
 `
 	for _, f := range certs {
 		base := strings.TrimSuffix(f, ".crt")
-		script += "kubeadm init phase certs " + phase[f] + ` --config "$t/config.yaml"` + "\n" +
+		sc, _ := nodefacts.ServingCertOf(f)
+		script += "kubeadm init phase certs " + sc.Phase + ` --config "$t/config.yaml"` + "\n" +
 			`mv -f "$t/` + base + `.key" $pki/` + base + ".key\n" +
 			`mv -f "$t/` + base + `.crt" $pki/` + base + ".crt\n"
 	}

@@ -11,6 +11,8 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // File is a file on a node. Its live state is its checksum and mode, so an
@@ -150,7 +152,7 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 	}
 	defer c.Close()
 	if keyMaterial(path) && !consented(node) {
-		out, _, err := query(ctx, c, "test -f "+manifests+"/kube-apiserver.yaml && echo running")
+		out, _, err := query(ctx, c, "test -f "+nodefacts.Manifest(nodefacts.KubeAPIServer)+" && echo running")
 		if err != nil {
 			return infer.DeleteResponse{}, err
 		}

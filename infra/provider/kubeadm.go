@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -81,55 +82,33 @@ func (k *KubeadmInit) Annotate(a infer.Annotator) {
 }
 
 const (
-	// Markers written after kubeadm returned success: kubeadm writes
-	// admin.conf and the manifests early, so their presence does not mean
-	// an init or join finished (RBAC, configs and tokens come last).
-	initMarker  = "/etc/kubernetes/.homelab-init-complete"
-	joinMarker  = "/etc/kubernetes/.homelab-join-complete"
-	adminConf   = "/etc/kubernetes/admin.conf"
-	kubeletConf = "/etc/kubernetes/kubelet.conf"
-	manifests   = "/etc/kubernetes/manifests"
+	adminConf   = nodefacts.AdminConf
+	kubeletConf = nodefacts.KubeletConf
 	kubectl     = "kubectl --kubeconfig " + adminConf
 )
 
-// stateCheck prints "yes" when the node's control plane or kubelet was
-// fully set up by kubeadm (its marker and files all there), "partial" when
-// kubeadm left something behind (an interrupted run), "no" otherwise.
-// markers are alternatives (the node that ran init is as much a member as
-// one that joined); files are all required.
-func stateCheck(markers []string, files ...string) string {
-	var alt []string
-	for _, m := range markers {
-		alt = append(alt, "test -f "+m)
-	}
-	test := "{ " + strings.Join(alt, " || ") + "; }"
-	for _, f := range files {
-		test += " && test -f " + f
-	}
-	return "if " + test + "; then echo yes; " +
-		"elif ls " + manifests + "/*.yaml >/dev/null 2>&1 || test -f " + kubeletConf + " || test -f " + adminConf + " || test -d /var/lib/etcd/member; then echo partial; else echo no; fi"
+// initState is whether the node ran init to completion
+// (nodefacts.StateScript's answers).
+func initState() string {
+	files := nodefacts.CompletionFiles(true, true)
+	return nodefacts.StateScript(files[:1], files[1:]...)
 }
-
-var initComplete = []string{initMarker, adminConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
-
-// initState is whether the node ran init to completion.
-func initState() string { return stateCheck(initComplete[:1], initComplete[1:]...) }
 
 // resetKeepingCAs undoes an interrupted kubeadm run. kubeadm reset deletes
 // the certificates directory, CAs included; the CAs are the bundle's and
 // must survive, or the retry would mint a new cluster identity. The
 // node's etcd member, if it has one, was removed first (removeOwnMember):
 // kubeadm's own removal is skipped.
-const resetKeepingCAs = `set -e
-b=/etc/kubernetes/.homelab-ca-keep
+var resetKeepingCAs = `set -e
+b=` + nodefacts.KubernetesDir + `/.homelab-ca-keep
 rm -rf "$b"; mkdir -p "$b/etcd"
-for f in ca.crt ca.key sa.key sa.pub front-proxy-ca.crt front-proxy-ca.key etcd/ca.crt etcd/ca.key; do
-  [ -f /etc/kubernetes/pki/$f ] && cp -p /etc/kubernetes/pki/$f "$b/$f"
+for f in ` + strings.Join(nodefacts.IdentityFiles, " ") + `; do
+  [ -f ` + nodefacts.PKIDir + `/$f ] && cp -p ` + nodefacts.PKIDir + `/$f "$b/$f"
 done
 kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
-rm -rf /etc/kubernetes/manifests/* /var/lib/etcd/member /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete
-mkdir -p /etc/kubernetes/pki/etcd
-cp -rp "$b"/. /etc/kubernetes/pki/
+rm -rf ` + nodefacts.ManifestsDir + `/* ` + nodefacts.EtcdMemberDir + ` ` + nodefacts.KubernetesDir + `/*.conf ` + nodefacts.MarkerGlob + `
+mkdir -p ` + nodefacts.PKIDir + `/etcd
+cp -rp "$b"/. ` + nodefacts.PKIDir + `/
 rm -rf "$b"`
 
 // uninterrupted lets a command finish when the user cancels an up:
@@ -178,7 +157,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	}
 	where, at := c, node
 	switch strings.TrimSpace(state) {
-	case "yes":
+	case nodefacts.StateSetUp:
 		// A cluster built before this state (adopted, or state lost): the
 		// stored cluster config becomes ours, which later joins and
 		// kubeadm upgrades read.
@@ -206,7 +185,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 			where, at = pc, peer.Node
 			break
 		}
-		if strings.TrimSpace(state) == "partial" {
+		if strings.TrimSpace(state) == nodefacts.StatePartial {
 			// No cluster anywhere: what kubeadm left here is an init that
 			// never finished, and nothing of it is anyone's data.
 			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept)", node)
@@ -215,7 +194,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 			}
 		}
 		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
-			" && touch " + initMarker
+			" && touch " + nodefacts.InitMarker
 		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", cmd); err != nil {
 			return err
 		}
@@ -289,10 +268,10 @@ func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, k
 		known = true
 		check := initState()
 		if i > 0 {
-			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo yes; else echo no; fi"
+			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo " + nodefacts.StateSetUp + "; else echo " + nodefacts.StateNone + "; fi"
 		}
 		out, _, err := query(ctx, c, check)
-		if err == nil && strings.TrimSpace(out) == "yes" {
+		if err == nil && strings.TrimSpace(out) == nodefacts.StateSetUp {
 			kc, rerr := c.Read(ctx, adminConf)
 			if rerr == nil {
 				live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
@@ -398,17 +377,11 @@ func (k *KubeadmJoin) Annotate(a infer.Annotator) {
 	a.SetToken("index", "KubeadmJoin")
 }
 
-// memberCheck is stateCheck for a member: either marker, then the files
-// every member of its kind has.
+// memberCheck is nodefacts.StateScript for a member: either marker, then
+// the files every member of its kind has.
 func (j KubeadmJoinArgs) memberCheck() string {
-	return stateCheck([]string{joinMarker, initMarker}, j.complete()[1:]...)
-}
-
-func (j KubeadmJoinArgs) complete() []string {
-	if j.ControlPlane {
-		return []string{joinMarker, kubeletConf, manifests + "/kube-apiserver.yaml", manifests + "/etcd.yaml"}
-	}
-	return []string{joinMarker, kubeletConf}
+	files := nodefacts.CompletionFiles(false, j.ControlPlane)
+	return nodefacts.StateScript([]string{nodefacts.JoinMarker, nodefacts.InitMarker}, files[1:]...)
 }
 
 func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJoinArgs]) (infer.CreateResponse[KubeadmJoinState], error) {
@@ -443,10 +416,10 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 		return err
 	}
 	switch strings.TrimSpace(state) {
-	case "yes":
+	case nodefacts.StateSetUp:
 		p.GetLogger(ctx).Infof("%s: already a member; adopting it", node)
 		return nil
-	case "partial":
+	case nodefacts.StatePartial:
 		if err := resetPartial(ctx, c, in); err != nil {
 			return err
 		}
@@ -478,7 +451,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	}
 	cfg := quote(in.ConfigPath)
 	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
-		"; [ $rc -eq 0 ] && touch " + joinMarker + "; exit $rc"
+		"; [ $rc -eq 0 ] && touch " + nodefacts.JoinMarker + "; exit $rc"
 	_, err = runDetached(ctx, c, node, joinRun, "kubeadm join", cmd)
 	return err
 }
@@ -600,7 +573,7 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	if err != nil {
 		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{}, err
 	}
-	st.Joined = strings.TrimSpace(out) == "yes"
+	st.Joined = strings.TrimSpace(out) == nodefacts.StateSetUp
 	return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
@@ -664,7 +637,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	if err != nil {
 		return infer.DeleteResponse{}, err
 	}
-	if strings.TrimSpace(out) != "no" && !consented(node) {
+	if strings.TrimSpace(out) != nodefacts.StateNone && !consented(node) {
 		what := "kubelet and pods"
 		if st.ControlPlane {
 			what = "control plane and etcd member"
@@ -675,7 +648,8 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 		return infer.DeleteResponse{}, err
 	}
 	_, err = mustFinish(ctx, c, node, "kubeadm reset",
-		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf /etc/kubernetes/manifests/* /etc/kubernetes/*.conf /etc/kubernetes/.homelab-*-complete "+runsDir+" /var/lib/etcd /var/lib/kubelet/pki; true")
+		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf "+
+			nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true")
 	return infer.DeleteResponse{}, err
 }
 

@@ -10,6 +10,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -125,7 +126,7 @@ func livePeer(ctx context.Context, peers []Connection) (*Connection, error) {
 			continue
 		}
 		out, _, err := query(ctx, c, "if test -f "+adminConf+" && "+kubectl+" get --raw=/readyz >/dev/null 2>&1; then echo live; "+
-			"elif test -d /var/lib/etcd/member; then echo data; else echo none; fi")
+			"elif test -d "+nodefacts.EtcdMemberDir+"; then echo data; else echo none; fi")
 		c.Close()
 		if err != nil {
 			unsure = append(unsure, fmt.Sprintf("%s: %v", peer.Node, err))

@@ -8,11 +8,9 @@ package verify
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/inventory"
@@ -150,25 +149,8 @@ func readyz(ctx context.Context, t Target, ca *x509.CertPool, host string) error
 	if n, ok := t.Inventory.Node(host); ok {
 		addr = n.Address // the name is checked as a SAN, dialled by address
 	}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return t.Dial(ctx, network, net.JoinHostPort(addr, strconv.Itoa(t.Inventory.Cluster.Endpoint.Port)))
-		},
-		TLSClientConfig: &tls.Config{RootCAs: ca, ServerName: host, MinVersion: tls.VersionTLS12},
-	}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(host, strconv.Itoa(t.Inventory.Cluster.Endpoint.Port))+"/readyz", nil)
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
+	probe := apiprobe.Readyz{CA: ca, ServerName: host, Dial: t.Dial, Timeout: 10 * time.Second}
+	return probe.Check(ctx, net.JoinHostPort(addr, strconv.Itoa(t.Inventory.Cluster.Endpoint.Port)))
 }
 
 func checkNodes(ctx context.Context, cs kubernetes.Interface, inv *inventory.Inventory) ([]string, error) {

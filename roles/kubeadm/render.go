@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/sans"
 )
 
@@ -66,7 +67,7 @@ func Join(inv *inventory.Inventory, node inventory.Node, token string) ([]byte, 
 	join := JoinConfiguration{
 		TypeMeta:         TypeMeta{kubeadmAPIVersion, "JoinConfiguration"},
 		NodeRegistration: registration(inv, node),
-		CACertPath:       "/etc/kubernetes/pki/ca.crt",
+		CACertPath:       nodefacts.CACert,
 		Discovery: Discovery{
 			File:              &FileDiscovery{KubeConfigPath: DiscoveryPath},
 			TLSBootstrapToken: token,
@@ -90,14 +91,14 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 		ClusterName:          c.Name,
 		KubernetesVersion:    c.KubernetesVersion,
 		ControlPlaneEndpoint: inv.Endpoint(),
-		CertificatesDir:      "/etc/kubernetes/pki",
+		CertificatesDir:      nodefacts.PKIDir,
 		Networking: Networking{
 			ServiceSubnet: c.Network.ServiceCIDR,
 			PodSubnet:     c.Network.PodCIDR,
 			DNSDomain:     c.Network.DNSDomain,
 		},
 		Etcd: Etcd{Local: &LocalEtcd{
-			DataDir:        "/var/lib/etcd",
+			DataDir:        nodefacts.EtcdDataDir,
 			ServerCertSANs: etcdSANs.Strings(),
 			PeerCertSANs:   etcdSANs.Strings(),
 		}},
@@ -269,9 +270,9 @@ func ComponentArgs(cc ClusterConfiguration) map[string][]string {
 	}
 	out := map[string][]string{}
 	for name, args := range map[string][]Arg{
-		"kube-apiserver":          cc.APIServer.ExtraArgs,
-		"kube-controller-manager": cc.ControllerManager.ExtraArgs,
-		"kube-scheduler":          cc.Scheduler.ExtraArgs,
+		nodefacts.KubeAPIServer:         cc.APIServer.ExtraArgs,
+		nodefacts.KubeControllerManager: cc.ControllerManager.ExtraArgs,
+		nodefacts.KubeScheduler:         cc.Scheduler.ExtraArgs,
 	} {
 		if len(args) > 0 {
 			out[name] = flags(args)

@@ -7,11 +7,12 @@ import (
 	"fmt"
 
 	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"k8s.io/client-go/util/keyutil"
 )
 
 // CertificatesDir is where kubeadm looks for (and writes) the cluster PKI.
-const CertificatesDir = "/etc/kubernetes/pki"
+const CertificatesDir = nodefacts.PKIDir
 
 // ControlPlaneFiles are the CA files a control-plane node needs before
 // `kubeadm init` or `kubeadm join --control-plane`: with them in place

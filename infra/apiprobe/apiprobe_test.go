@@ -1,0 +1,193 @@
+package apiprobe
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type ca struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newCA(t *testing.T) ca {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return ca{cert, key, pool}
+}
+
+func (c ca) serving(t *testing.T, dns []string, ips ...net.IP) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, DNSNames: dns, IPAddresses: ips}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// apiserver serves /readyz on loopback with a certificate for cp-1 and
+// 127.0.0.1, answering status (and counting the connections it accepts).
+func apiserver(t *testing.T, c ca, status *atomic.Int32, conns *atomic.Int32) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		if s := int(status.Load()); s != http.StatusOK {
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", s)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{c.serving(t, []string{"cp-1"}, net.IPv4(127, 0, 0, 1))}}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+func TestReadyz(t *testing.T) {
+	cluster, other := newCA(t), newCA(t)
+	var status, conns atomic.Int32
+	status.Store(http.StatusOK)
+	addr := apiserver(t, cluster, &status, &conns)
+	_, port, _ := net.SplitHostPort(addr)
+
+	// The node's name is checked as a SAN; the connection goes to its address.
+	toServer := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		probe  Readyz
+		addr   string
+		ok     bool
+		status int
+	}{
+		{"the address, verified for itself", Readyz{CA: cluster.pool}, addr, true, 0},
+		{"a name it has, dialled elsewhere", Readyz{CA: cluster.pool, ServerName: "cp-1", Dial: toServer}, net.JoinHostPort("cp-1", port), true, 0},
+		{"a name it lacks (the seed's moved node)", Readyz{CA: cluster.pool, ServerName: "10.0.0.140", Dial: toServer}, addr, false, 0},
+		{"another cluster's CA", Readyz{CA: other.pool}, addr, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.probe.Check(ctx, tc.addr)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok %v", err, tc.ok)
+			}
+			var se *StatusError
+			if errors.As(err, &se) {
+				t.Errorf("a TLS failure taken for an answer: %v", err)
+			}
+		})
+	}
+
+	status.Store(http.StatusInternalServerError)
+	err := Readyz{CA: cluster.pool}.Check(ctx, addr)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusInternalServerError || !strings.Contains(se.Body, "etcd failed") {
+		t.Errorf("not ready: %v", err)
+	}
+
+	status.Store(http.StatusOK)
+	before := conns.Load()
+	p := Readyz{CA: cluster.pool}
+	for range 3 {
+		if err := p.Check(ctx, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load() - before; n != 3 {
+		t.Errorf("3 probes used %d connections, want a fresh one each", n)
+	}
+
+	if err := (Readyz{}).Check(ctx, addr); err == nil {
+		t.Error("a probe without a CA succeeded")
+	}
+}
+
+func TestReadyzTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepts, never answers the handshake
+		}
+	}()
+	start := time.Now()
+	err = Readyz{CA: newCA(t).pool, Timeout: 200 * time.Millisecond}.Check(context.Background(), l.Addr().String())
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("a silent server: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestServedCertificate(t *testing.T) {
+	cluster := newCA(t)
+	var status, conns atomic.Int32
+	status.Store(http.StatusOK)
+	addr := apiserver(t, cluster, &status, &conns)
+	leaf, err := ServedCertificate(context.Background(), nil, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(leaf.DNSNames, []string{"cp-1"}) {
+		t.Errorf("served %v", leaf.DNSNames)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	if _, err := ServedCertificate(context.Background(), nil, closed); err == nil {
+		t.Error("a closed port served a certificate")
+	}
+}
