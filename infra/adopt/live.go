@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/infra/cniconf"
-	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -180,7 +179,7 @@ func probeNode(ctx context.Context, c *ssh.Client, n inventory.Node) (*NodeFacts
 	if f.CACert, err = readOptional(ctx, c, nodefacts.CACert); err != nil {
 		return nil, err
 	}
-	f.CNI, f.CNIErr, f.CNIRead = doctor.CNI(ctx, c)
+	f.CNI, f.CNIErr, f.CNIRead = cniconf.ReadNode(ctx, c)
 	if !n.IsControlPlane() {
 		return f, nil
 	}

@@ -193,3 +193,19 @@ func MissingPlugins(n Network, exists func(path string) bool, binDir string) []s
 	}
 	return out
 }
+
+// ListCommand lists ConfDir on a node, directories marked with a trailing
+// slash, for FromListing; a missing directory lists nothing.
+const ListCommand = "ls -1Ap " + ConfDir + " 2>/dev/null; true"
+
+// FromListing is Choose over ListCommand's output: the network a node's
+// runtime would load, read is called for the files it needs.
+func FromListing(listing []byte, read func(name string) ([]byte, error)) (Network, error) {
+	var entries []Entry
+	for _, l := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
+		if l != "" {
+			entries = append(entries, Entry{Name: strings.TrimSuffix(l, "/"), IsDir: strings.HasSuffix(l, "/")})
+		}
+	}
+	return Choose(ConfDir, entries, read)
+}

@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"path"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,28 +28,8 @@ type cniFacts struct {
 // readCNI lists the node's CNI directory (directories marked with a
 // trailing /) and reads the file containerd would load.
 func readCNI(ctx context.Context, c *ssh.Client) cniFacts {
-	res, err := c.Query(ctx, "ls -1Ap "+cniconf.ConfDir+" 2>/dev/null; true")
-	if err != nil {
-		return cniFacts{}
-	}
-	var entries []cniconf.Entry
-	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		if l != "" {
-			entries = append(entries, cniconf.Entry{Name: strings.TrimSuffix(l, "/"), IsDir: strings.HasSuffix(l, "/")})
-		}
-	}
-	n, err := cniconf.Choose(cniconf.ConfDir, entries, func(name string) ([]byte, error) {
-		return c.Read(ctx, path.Join(cniconf.ConfDir, name))
-	})
-	return cniFacts{read: true, network: n, err: err}
-}
-
-// CNI reads the network a node's runtime would load from /etc/cni/net.d
-// (containerd's rules), and why there is none; ok is false when the
-// directory could not be read at all.
-func CNI(ctx context.Context, c *ssh.Client) (n cniconf.Network, loadErr error, ok bool) {
-	f := readCNI(ctx, c)
-	return f.network, f.err, f.read
+	n, err, ok := cniconf.ReadNode(ctx, c)
+	return cniFacts{read: ok, network: n, err: err}
 }
 
 // cniVerdict judges a node's CNI configuration against cluster.cni.
