@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -25,7 +26,7 @@ import (
 )
 
 func TestKubeadmValidatesEveryConfig(t *testing.T) {
-	kubeadmBin := tools.Require(t, "kubeadm")
+	kubeadmBin := toolstest.Require(t, "kubeadm")
 	b := testBundle(t)
 	for _, layout := range layouts {
 		r, err := Render(layoutInventory(t, layout), b)
@@ -67,7 +68,7 @@ func TestKubeadmValidatesEveryConfig(t *testing.T) {
 // a malformed IP into a DNS SAN silently), every name a DNS SAN, and the
 // certificate must chain to the bundle's CA.
 func TestKubeadmSignsEveryDeclaredAddress(t *testing.T) {
-	kubeadmBin := tools.Require(t, "kubeadm")
+	kubeadmBin := toolstest.Require(t, "kubeadm")
 	b := testBundle(t)
 	for _, layout := range layouts {
 		t.Run(layout, func(t *testing.T) {
@@ -168,7 +169,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestKeepalivedAcceptsEveryConfig(t *testing.T) {
-	keepalivedBin := tools.Require(t, "keepalived")
+	keepalivedBin := toolstest.Require(t, "keepalived")
 	if os.Geteuid() != 0 {
 		t.Skip("keepalived -t checks script security as root; run as root")
 	}

@@ -14,10 +14,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/homelab-dev/homelab/infra/lab/node/cri"
-	"github.com/homelab-dev/homelab/infra/lab/node/initd"
-	"github.com/homelab-dev/homelab/infra/lab/node/kubelet"
-	"github.com/homelab-dev/homelab/infra/lab/node/systemctl"
+	"github.com/homelab-dev/homelab/infra/lab/standin/cri"
+	"github.com/homelab-dev/homelab/infra/lab/standin/initd"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet"
+	"github.com/homelab-dev/homelab/infra/lab/standin/systemctl"
 )
 
 var commands = map[string]func(args []string) int{

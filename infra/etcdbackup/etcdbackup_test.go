@@ -15,7 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -84,7 +84,7 @@ func (m *member) client_(t *testing.T) *clientv3.Client {
 // gives a data dir etcd starts on, with the snapshot's keys, a new cluster
 // ID and the revision bumped past every old one.
 func TestSaveCheckRestore(t *testing.T) {
-	etcd := tools.Require(t, "etcd")
+	etcd := toolstest.Require(t, "etcd")
 	work := t.TempDir()
 	m := startEtcd(t, etcd, filepath.Join(work, "data"), "etcd-cluster", nil)
 	cli := m.client_(t)

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 )
 
 type ca struct {
@@ -91,7 +91,7 @@ func startEtcd(t *testing.T, etcd string, c ca) string {
 // A real etcd: a client with the cluster's CA and a certificate it signed
 // works through the caller's dialer; one that trusts another CA does not.
 func TestNewAgainstEtcd(t *testing.T) {
-	etcd := tools.Require(t, "etcd")
+	etcd := toolstest.Require(t, "etcd")
 	c := newCA(t)
 	url := startEtcd(t, etcd, c)
 	crt, key := c.issue(t, "homelab-test", x509.ExtKeyUsageClientAuth)

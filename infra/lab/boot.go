@@ -10,12 +10,14 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // envBoot carries the boot spec's path to the process unshare starts. The
 // package's init() acts on it, so any binary linking this package (the
 // homelab CLI, a test binary) can boot a node by re-executing itself.
-const envBoot = "HOMELAB_LAB_BOOT"
+const envBoot = envvars.LabBoot
 
 // nodeInit is the node's PID 1 once its mounts are in place.
 var nodeInit = []string{"/usr/local/bin/homelab-node", "init"}

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // EnvKeep keeps a failed test's lab up for inspection.
-const EnvKeep = "HOMELAB_E2E_KEEP"
+const EnvKeep = envvars.E2EKeep
 
 const labInventory = "../../inventory/lab.yaml"
 
@@ -24,7 +26,7 @@ func needLab(tb testing.TB) {
 	}
 	// Asked for but impossible: a skip would hide it in CI.
 	cannot := tb.Skipf
-	if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+	if os.Getenv(envvars.RequireTools) == "1" {
 		cannot = tb.Fatalf
 	}
 	if os.Geteuid() != 0 {

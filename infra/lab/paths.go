@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 )
 
@@ -16,7 +17,7 @@ const (
 	// inside its own lower layer, and a node would see the others' disks.
 	DefaultDir = "/srv/homelab-lab"
 	// EnvDir overrides DefaultDir.
-	EnvDir = "HOMELAB_LAB_DIR"
+	EnvDir = envvars.LabDir
 
 	BridgeNetns  = "hl-br"
 	GatewayNetns = "hl-gw"
@@ -124,4 +125,4 @@ func NetnsName(node string) string { return netnsPrefix + node }
 // EnvE2E gates the tests that build a lab: they need root, make network
 // namespaces and mounts, and the kube and etcd binaries (built on first use
 // by infra/tools, about 15 minutes cold).
-const EnvE2E = "HOMELAB_E2E"
+const EnvE2E = envvars.E2E

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
 
@@ -21,11 +22,11 @@ const (
 	modulePath = "github.com/homelab-dev/homelab"
 	// EnvNodeBin names a prebuilt homelab-node binary to use instead of
 	// building ./cmd/homelab-node.
-	EnvNodeBin = "HOMELAB_NODE_BIN"
+	EnvNodeBin = envvars.NodeBin
 	// EnvKubeDir and EnvEtcdDir name directories holding prebuilt binaries
 	// instead of running infra/tools/build-*.sh.
-	EnvKubeDir = "HOMELAB_KUBE_DIR"
-	EnvEtcdDir = "HOMELAB_ETCD_DIR"
+	EnvKubeDir = envvars.KubeDir
+	EnvEtcdDir = envvars.EtcdDir
 )
 
 var (

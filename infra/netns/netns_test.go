@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // newNetns makes a namespace with loopback up, removed when the test ends.
@@ -29,7 +31,7 @@ func newNetns(t *testing.T) string {
 		why = "ip is missing (apt-get install iproute2)"
 	}
 	if why != "" {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+		if os.Getenv(envvars.RequireTools) == "1" {
 			t.Fatalf("%s (HOMELAB_REQUIRE_TOOLS=1)", why)
 		}
 		t.Skip(why)

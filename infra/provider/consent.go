@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // EnvAllowDestroy is the user's consent to destructive steps: the nodes
@@ -17,7 +19,7 @@ import (
 // outlives the command it was given to: `homelab up --allow-destroy NODE`
 // sets it for that up alone, and with the Pulumi CLI it is
 // HOMELAB_ALLOW_DESTROY=NODE pulumi up.
-const EnvAllowDestroy = "HOMELAB_ALLOW_DESTROY"
+const EnvAllowDestroy = envvars.AllowDestroy
 
 // RefusedMarker starts every refusal of a destructive step, so the
 // homelab CLI can list them after the engine's run.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // Event records one thing done on a node. It never holds file contents or
@@ -23,7 +25,7 @@ type Event struct {
 }
 
 // CommandLogEnv names a file that receives one JSON line per Event.
-const CommandLogEnv = "HOMELAB_COMMAND_LOG"
+const CommandLogEnv = envvars.CommandLog
 
 // appendEvent appends e as one line to the log at path. One write on an
 // O_APPEND descriptor keeps lines whole when several provider processes

@@ -26,6 +26,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
 )
 
@@ -40,7 +41,7 @@ const sshdPath = "/usr/sbin/sshd"
 func needTools(t *testing.T) {
 	t.Helper()
 	missing := func(why string) {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+		if os.Getenv(envvars.RequireTools) == "1" {
 			t.Fatalf("%s (HOMELAB_REQUIRE_TOOLS=1)", why)
 		}
 		t.Skip(why)

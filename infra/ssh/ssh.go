@@ -29,6 +29,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
 )
 
@@ -108,7 +109,7 @@ const (
 
 // NetnsEnv, when set to a network namespace path (such as /run/netns/hl-gw),
 // makes the default dialer connect from inside that namespace.
-const NetnsEnv = "HOMELAB_NETNS"
+const NetnsEnv = envvars.Netns
 
 type options struct {
 	dial      DialFunc

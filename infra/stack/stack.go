@@ -26,6 +26,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -53,7 +54,7 @@ type Options struct {
 // DefaultStateDir is $HOMELAB_STATE_DIR, else $XDG_STATE_HOME/homelab, else
 // ~/.local/state/homelab.
 func DefaultStateDir() string {
-	if d := os.Getenv("HOMELAB_STATE_DIR"); d != "" {
+	if d := os.Getenv(envvars.StateDir); d != "" {
 		return d
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {

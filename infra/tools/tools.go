@@ -8,7 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"testing"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // Versions the project builds and tests with.
@@ -20,7 +21,7 @@ const (
 
 // CacheDir is where the build scripts put their binaries.
 func CacheDir() string {
-	if d := os.Getenv("HOMELAB_CACHE"); d != "" {
+	if d := os.Getenv(envvars.Cache); d != "" {
 		return d
 	}
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
@@ -90,34 +91,4 @@ func versionOf(name string) string {
 func RepoRoot() string {
 	_, f, _, _ := runtime.Caller(0)
 	return filepath.Dir(filepath.Dir(filepath.Dir(f)))
-}
-
-// Require returns the binary for a test. Without it the test is skipped
-// with the command that builds it, unless HOMELAB_REQUIRE_TOOLS=1 (CI),
-// where a missing tool fails the test instead of hiding it.
-func Require(t testing.TB, name string) string {
-	t.Helper()
-	if name == "keepalived" || name == "sshd" {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			p = filepath.Join("/usr/sbin", name)
-			if _, serr := os.Stat(p); serr != nil {
-				missing(t, fmt.Sprintf("%s is not installed: apt-get install %s", name, map[string]string{"keepalived": "keepalived", "sshd": "openssh-server"}[name]))
-			}
-		}
-		return p
-	}
-	p, err := Path(name)
-	if err != nil {
-		missing(t, err.Error())
-	}
-	return p
-}
-
-func missing(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }

@@ -1,7 +1,7 @@
 // Package impact predicts what each failure does to a cluster's data (etcd
 // quorum, writes) and to its access (every client that dials an API address)
 // from the files a render produced, before anything is built. It does no
-// I/O: the drills in infra/drill measure the same cells in the emulated
+// I/O: the drills in infra/lab/drill measure the same cells in the emulated
 // homelab and a test holds the two equal.
 package impact
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homelab-dev/homelab/infra/lab/node/initd/unitfile"
+	"github.com/homelab-dev/homelab/infra/lab/standin/initd/unitfile"
 )
 
 func install(t *testing.T, root string, files []File) {

@@ -14,16 +14,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 )
 
 // EnvKeep keeps a failed test's lab up, for a look inside.
-const EnvKeep = "HOMELAB_E2E_KEEP"
+const EnvKeep = envvars.E2EKeep
 
 // Need skips the test unless HOMELAB_E2E=1 and it runs as root (with
 // HOMELAB_REQUIRE_TOOLS=1, as in CI, not being root fails it instead),
@@ -34,13 +36,13 @@ func Need(t testing.TB, toolNames ...string) {
 		t.Skipf("set %s=1 to run: builds the emulated homelab and a cluster on it (root)", lab.EnvE2E)
 	}
 	if os.Geteuid() != 0 {
-		if os.Getenv("HOMELAB_REQUIRE_TOOLS") == "1" {
+		if os.Getenv(envvars.RequireTools) == "1" {
 			t.Fatal("the emulated homelab needs root")
 		}
 		t.Skip("the emulated homelab needs root")
 	}
 	for _, name := range toolNames {
-		tools.Require(t, name)
+		toolstest.Require(t, name)
 	}
 }
 

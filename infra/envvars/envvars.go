@@ -1,0 +1,67 @@
+// Package envvars is the one list of the environment variables homelab
+// reads: the product's, the emulated homelab's and the tests'. Every other
+// package names a variable through a constant here, and a test keeps it so
+// (a HOMELAB_ name spelled anywhere else in Go fails it), so a user or
+// packager finds them all in one place, each with what reads it.
+package envvars
+
+// The product: homelab, its Pulumi program and provider.
+const (
+	// StateDir is where `homelab up` keeps its local Pulumi backend,
+	// passphrase and secrets bundle (default $XDG_STATE_HOME/homelab or
+	// ~/.local/state/homelab; --state-dir wins).
+	StateDir = "HOMELAB_STATE_DIR"
+	// AllowDestroy names the nodes (comma-separated, * for all) on which a
+	// destructive step may run, for the Pulumi CLI path; `homelab up` takes
+	// --allow-destroy and ignores an exported value.
+	AllowDestroy = "HOMELAB_ALLOW_DESTROY"
+	// Netns is a network namespace path from which the provider, verify and
+	// doctor dial the nodes (the emulated homelab's gateway; set by homelab
+	// itself for an inventory of the running lab).
+	Netns = "HOMELAB_NETNS"
+	// CommandLog is a file every SSH command is appended to, marked
+	// mutating or not (the tests count mutating commands with it).
+	CommandLog = "HOMELAB_COMMAND_LOG"
+	// Cache is where infra/tools/setup.sh builds kubeadm, etcd, the Pulumi
+	// CLI and the language host, keyed by version (default
+	// ~/.cache/homelab).
+	Cache = "HOMELAB_CACHE"
+)
+
+// The emulated homelab (homelab lab ...) and its stand-ins.
+const (
+	// LabDir is the lab's directory (default /srv/homelab-lab).
+	LabDir = "HOMELAB_LAB_DIR"
+	// LabBoot marks the re-executed process that boots one lab node.
+	LabBoot = "HOMELAB_LAB_BOOT"
+	// NodeBin, KubeDir and EtcdDir point the lab at prebuilt binaries: the
+	// stand-ins' homelab-node, the Kubernetes binaries, etcd.
+	NodeBin = "HOMELAB_NODE_BIN"
+	KubeDir = "HOMELAB_KUBE_DIR"
+	EtcdDir = "HOMELAB_ETCD_DIR"
+	// InitSocket and InitRoot tell the init and systemctl stand-ins where
+	// the node's init listens and where its unit files are.
+	InitSocket = "HOMELAB_INIT_SOCKET"
+	InitRoot   = "HOMELAB_INIT_ROOT"
+)
+
+// The tests.
+const (
+	// E2E=1 runs the end-to-end tests (root, builds labs).
+	E2E = "HOMELAB_E2E"
+	// RequireTools=1 (CI) fails a test whose tool is missing instead of
+	// skipping it.
+	RequireTools = "HOMELAB_REQUIRE_TOOLS"
+	// E2EKeep=1 keeps a failed test's lab up for a look inside.
+	E2EKeep = "HOMELAB_E2E_KEEP"
+	// DrillLayout, DrillSeconds and DrillKinds shape BenchmarkDrills
+	// (docs/layouts.md).
+	DrillLayout  = "HOMELAB_DRILL_LAYOUT"
+	DrillSeconds = "HOMELAB_DRILL_SECONDS"
+	DrillKinds   = "HOMELAB_DRILL_KINDS"
+	// KubeBinDir points the CRI stand-in's test at the Kubernetes binaries.
+	KubeBinDir = "HOMELAB_KUBE_BIN_DIR"
+	// KubeletITestNetns is the namespace the kubelet stand-in's
+	// integration test re-executes itself in.
+	KubeletITestNetns = "HOMELAB_KUBELET_ITEST_NETNS"
+)

@@ -1,0 +1,394 @@
+// Command bench is issue 4's benchmark. From one run on this machine it
+// prints:
+//
+//  1. a fresh `homelab up` (clean lab, empty state) against its critical
+//     path: the longest dependency chain of the stack's resources, each
+//     weighed by its own step duration taken from the engine's events
+//     (goal: up within 1.25x of it);
+//  2. the same cluster built by a plain sequential kubeadm-over-SSH script
+//     on another fresh lab (goal: up at least 1.5x faster);
+//  3. a no-op second up (goal: under 10 s).
+//
+// Run as root from the repository, with the tools cached
+// (infra/tools/setup.sh, which also runs build-pulumi.sh):
+//
+//	go run ./infra/lab/bench
+//
+// It holds the machine's lab slot (lab.LockMachine) while its labs are up
+// and brings every lab it made down, also on failure or Ctrl-C. Timings are
+// reported, never asserted: they depend on the machine.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+
+	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/stack"
+)
+
+// Goals of issue 4.
+const (
+	goalCritical   = 1.25             // fresh up <= goalCritical x critical path
+	goalSequential = 1.5              // sequential script >= goalSequential x fresh up
+	goalNoop       = 10 * time.Second // no-op up under this
+)
+
+var (
+	verbose    = flag.Bool("progress", false, "stream the engine's progress output to stderr")
+	kubeadmLog = flag.String("kubeadm-log", "", "diagnosis: run the sequential script's kubeadm with --v=5 and keep its output in this directory (slows kubeadm a little)")
+)
+
+func main() {
+	// stack.Open links pulumi-resource-homelab to this binary: under that
+	// name the engine runs it as the provider plugin.
+	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
+		if err := provider.Serve(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-progress]   (root; about 5 minutes)\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	rep, err := run()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	rep.print(os.Stdout)
+}
+
+// report holds every figure of one run.
+type report struct {
+	date time.Time
+	load string // /proc/loadavg when the run started: other work skews it
+
+	stackLabUp   time.Duration
+	open         time.Duration
+	fresh        time.Duration
+	freshChanges map[string]int
+	startup      time.Duration // up called -> first step started
+	finish       time.Duration // last step ended -> up returned
+	critical     time.Duration
+	chain        []step
+	steps        int
+	work         time.Duration // sum of every custom resource's own duration
+	failedSteps  []string
+
+	noop         time.Duration
+	noopChanges  map[string]int
+	noopMutating int
+
+	seqLabUp time.Duration
+	seq      time.Duration
+	phases   []phase
+}
+
+func run() (*report, error) {
+	if err := preflight(); err != nil {
+		return nil, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+
+	logf("waiting for the machine's lab slot (lab.LockMachine)")
+	release, err := lab.LockMachine()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	for _, ns := range []string{lab.BridgeNetns, lab.GatewayNetns} {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			return nil, fmt.Errorf("network namespace %s exists: a lab is up outside the benchmark (homelab lab down first)", ns)
+		}
+	}
+	rep := &report{date: time.Now(), load: loadavg()}
+	// The provider (a child of the engine) and this process dial the nodes
+	// from the lab's gateway namespace: no traffic leaves the lab.
+	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	if err := measureStack(ctx, rep); err != nil {
+		return rep, err
+	}
+	if err := measureSequential(ctx, rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// measureStack: a fresh up on a fresh lab with an empty state, timed
+// against its critical path, then a no-op up.
+func measureStack(ctx context.Context, rep *report) (err error) {
+	fx, err := newFixture(ctx, "stack")
+	defer func() {
+		if cerr := fx.close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	rep.stackLabUp = fx.labUp
+	os.Setenv(ssh.CommandLogEnv, fx.cmdLog)
+	progress := &lab.SyncBuffer{}
+	var w io.Writer = progress
+	if *verbose {
+		w = io.MultiWriter(progress, os.Stderr)
+	}
+	start := time.Now()
+	s, err := stack.Open(ctx, stack.Options{Inventory: fx.invPath, StateDir: filepath.Join(fx.work, "state"), Progress: w})
+	if err != nil {
+		return fmt.Errorf("opening the stack: %w", err)
+	}
+	rep.open = time.Since(start)
+
+	// The fresh up: what stack.Up runs (refresh on, as `homelab up`
+	// defaults to), plus the engine's event stream.
+	logf("fresh up (empty state) ...")
+	clock := newStepClock()
+	ch := make(chan events.EngineEvent, 256)
+	drained := make(chan struct{})
+	go func() {
+		for ev := range ch {
+			clock.add(ev, time.Now())
+		}
+		close(drained)
+	}()
+	as := s.Auto()
+	start = time.Now()
+	res, err := as.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.ProgressStreams(w), optup.ErrorProgressStreams(w))
+	end := time.Now()
+	rep.fresh = end.Sub(start)
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+	}
+	if err != nil {
+		return fmt.Errorf("fresh up: %w\nengine output (tail):\n%s", err, tail(progress.String(), 60))
+	}
+	rep.freshChanges = changes(res.Summary.ResourceChanges)
+	logf("fresh up took %s: %v", rep.fresh.Round(time.Millisecond), rep.freshChanges)
+
+	dep, err := as.Export(ctx)
+	if err != nil {
+		return fmt.Errorf("exporting the deployment: %w", err)
+	}
+	resources, err := parseDeployment(dep.Deployment)
+	if err != nil {
+		return err
+	}
+	own := clock.own()
+	rep.critical, rep.chain = criticalPath(resources, own)
+	var customs []string
+	for _, r := range resources {
+		if r.Custom {
+			customs = append(customs, r.URN)
+			if d, ok := own[r.URN]; ok {
+				rep.steps++
+				rep.work += d
+			}
+		}
+	}
+	first, last := clock.span(customs)
+	rep.startup = first.Sub(start)
+	rep.finish = end.Sub(last)
+	rep.failedSteps = clock.failed
+
+	// The no-op up: nothing changed, exactly `homelab up`'s path.
+	logf("no-op up ...")
+	os.Remove(fx.cmdLog)
+	start = time.Now()
+	res, err = s.Up(ctx, true)
+	rep.noop = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("no-op up: %w\nengine output (tail):\n%s", err, tail(progress.String(), 60))
+	}
+	rep.noopChanges = changes(res.Summary.ResourceChanges)
+	rep.noopMutating = mutating(fx.cmdLog)
+	logf("no-op up took %s: %v, %d mutating commands", rep.noop.Round(time.Millisecond), rep.noopChanges, rep.noopMutating)
+	return nil
+}
+
+// measureSequential: the plain script on another fresh lab.
+func measureSequential(ctx context.Context, rep *report) (err error) {
+	fx, err := newFixture(ctx, "sequential")
+	defer func() {
+		if cerr := fx.close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	rep.seqLabUp = fx.labUp
+	// Same command log as the provider writes, so both pay its cost.
+	os.Setenv(ssh.CommandLogEnv, fx.cmdLog)
+	logf("sequential kubeadm-over-SSH script ...")
+	rep.seq, rep.phases, err = sequential(ctx, fx.invPath, *kubeadmLog)
+	if err != nil {
+		return fmt.Errorf("sequential script: %w", err)
+	}
+	logf("sequential script took %s", rep.seq.Round(time.Millisecond))
+	return nil
+}
+
+func changes(m *map[string]int) map[string]int {
+	if m == nil {
+		return nil
+	}
+	return *m
+}
+
+// mutating counts the mutating commands in a command log.
+func mutating(path string) int {
+	data, _ := os.ReadFile(path)
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		var ev struct{ Mutating bool }
+		if line != "" && json.Unmarshal([]byte(line), &ev) == nil && ev.Mutating {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *report) print(out io.Writer) {
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+	fmt.Fprintf(out, "\nhomelab benchmark (issue 4), %s\n", r.date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(out, "machine: %d cores, %s, %s; load average at start %s\n", runtime.NumCPU(), kernel(), runtime.Version(), r.load)
+	fmt.Fprintf(out, "lab: inventory/lab.yaml (3 control-plane nodes + 4 workers, vip layout), a fresh lab per build\n\n")
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\ttime\tnotes")
+	fmt.Fprintf(tw, "lab up (stack run)\t%s\tnot in any ratio\n", sec(r.stackLabUp))
+	fmt.Fprintf(tw, "stack open\t%s\tsecrets, config; not in any ratio\n", sec(r.open))
+	fmt.Fprintf(tw, "fresh up\t%s\t%s\n", sec(r.fresh), fmtChanges(r.freshChanges))
+	fmt.Fprintf(tw, "  start -> first step\t%s\tpulumi CLI, program, provider plugin, until the first custom resource's step\n", sec(r.startup))
+	fmt.Fprintf(tw, "  last step -> done\t%s\toutputs, snapshot, CLI exit\n", sec(r.finish))
+	fmt.Fprintf(tw, "  critical path\t%s\t%d steps on it\n", sec(r.critical), len(r.chain))
+	fmt.Fprintf(tw, "  all steps, summed\t%s\t%d custom resources (the work if run one by one)\n", sec(r.work), r.steps)
+	if r.noop > 0 {
+		fmt.Fprintf(tw, "no-op up\t%s\t%s, %d mutating commands\n", sec(r.noop), fmtChanges(r.noopChanges), r.noopMutating)
+	}
+	if r.seq > 0 {
+		fmt.Fprintf(tw, "lab up (script run)\t%s\tnot in any ratio\n", sec(r.seqLabUp))
+		fmt.Fprintf(tw, "sequential script\t%s\tfiles/sysctl/keepalived, init, joins, labels one after another\n", sec(r.seq))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(out, "\ncritical path (own step durations):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, s := range r.chain {
+		fmt.Fprintf(tw, "  %s\t%s\n", shortName(s.URN), sec(s.Own))
+	}
+	tw.Flush()
+	if len(r.phases) > 0 {
+		fmt.Fprintln(out, "\nsequential script:")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		for _, p := range r.phases {
+			fmt.Fprintf(tw, "  %s\t%s\n", p.Name, sec(p.Took))
+		}
+		tw.Flush()
+	}
+	if len(r.failedSteps) > 0 {
+		fmt.Fprintf(out, "\nfailed steps during the fresh up: %v\n", r.failedSteps)
+	}
+
+	fmt.Fprintln(out, "\ngoals:")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  goal\tmeasured\ttarget\tresult")
+	if r.critical > 0 {
+		ratio := r.fresh.Seconds() / r.critical.Seconds()
+		fmt.Fprintf(tw, "  fresh up / critical path\t%.2fx\t<= %.2fx\t%s\n", ratio, goalCritical, verdict(ratio <= goalCritical))
+	}
+	if r.seq > 0 {
+		ratio := r.seq.Seconds() / r.fresh.Seconds()
+		fmt.Fprintf(tw, "  sequential script / fresh up\t%.2fx\t>= %.2fx\t%s\n", ratio, goalSequential, verdict(ratio >= goalSequential))
+	}
+	if r.noop > 0 {
+		fmt.Fprintf(tw, "  no-op up\t%s\t< %s\t%s\n", sec(r.noop), sec(goalNoop), verdict(r.noop < goalNoop && r.noopMutating == 0))
+	}
+	tw.Flush()
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+func fmtChanges(m map[string]int) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func kernel() string {
+	out, err := exec.Command("uname", "-r").Output()
+	if err != nil {
+		return "linux"
+	}
+	return "Linux " + strings.TrimSpace(string(out))
+}
+
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if err != nil || len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// prefixed writes the lab's progress to stderr, indented.
+type prefixed string
+
+func (p prefixed) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		fmt.Fprintf(os.Stderr, "bench: %s%s\n", p, l)
+	}
+	return len(b), nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,48 @@
+// Package toolstest hands tests the binaries infra/tools builds. It is apart
+// from infra/tools so that the product, which finds the same binaries, does
+// not link the testing package.
+package toolstest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/tools"
+)
+
+// EnvRequire turns a missing tool from a skip into a failure (CI).
+const EnvRequire = envvars.RequireTools
+
+// Require returns the binary for a test. Without it the test is skipped
+// with the command that builds it, unless HOMELAB_REQUIRE_TOOLS=1 (CI),
+// where a missing tool fails the test instead of hiding it.
+func Require(t testing.TB, name string) string {
+	t.Helper()
+	if name == "keepalived" || name == "sshd" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			p = filepath.Join("/usr/sbin", name)
+			if _, serr := os.Stat(p); serr != nil {
+				missing(t, fmt.Sprintf("%s is not installed: apt-get install %s", name, map[string]string{"keepalived": "keepalived", "sshd": "openssh-server"}[name]))
+			}
+		}
+		return p
+	}
+	p, err := tools.Path(name)
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return p
+}
+
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
