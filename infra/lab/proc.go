@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Proc names a process by PID and start time, so a recycled PID is never
@@ -81,12 +83,10 @@ func nsInode(pid int, kind string) (uint64, error) {
 
 // allPIDs lists the processes of this PID namespace.
 func allPIDs() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, pid)
-		}
+	all, _ := procfs.AllProcs()
+	out := make([]int, 0, len(all))
+	for _, p := range all {
+		out = append(out, p.PID)
 	}
 	return out
 }

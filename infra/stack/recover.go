@@ -7,11 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 )
 
@@ -67,53 +67,37 @@ func clearStaleLocks(backendURL string, progress func(string, ...any)) error {
 	})
 }
 
-// procInfo is a process's name and parent, from /proc/PID/stat.
+// procInfo is a process's name and parent.
 func procInfo(pid int) (comm string, ppid int, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return "", 0, false
 	}
-	// pid (comm) state ppid ...
-	s := string(data)
-	open, close := strings.Index(s, "("), strings.LastIndex(s, ")")
-	if open < 0 || close < open {
+	st, err := p.Stat()
+	if err != nil {
 		return "", 0, false
 	}
-	fields := strings.Fields(s[close+1:])
-	if len(fields) < 2 {
-		return "", 0, false
-	}
-	ppid, _ = strconv.Atoi(fields[1])
-	return s[open+1 : close], ppid, true
+	return st.Comm, st.PPID, true
 }
 
-func pids() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
+// procs lists this PID namespace's processes.
+func procs() procfs.Procs {
+	all, _ := procfs.AllProcs()
+	return all
 }
 
 // orphanProviders lists homelab provider processes whose pulumi CLI is
 // gone (an up killed outright).
 func orphanProviders() []int {
 	var out []int
-	for _, pid := range pids() {
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
+	for _, p := range procs() {
+		argv, err := p.CmdLine()
+		if err != nil || len(argv) == 0 || filepath.Base(argv[0]) != ProviderBinary {
 			continue
 		}
-		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-		if filepath.Base(argv0) != ProviderBinary {
-			continue
-		}
-		if _, ppid, ok := procInfo(pid); ok {
+		if _, ppid, ok := procInfo(p.PID); ok {
 			if comm, _, ok := procInfo(ppid); !ok || comm != "pulumi" {
-				out = append(out, pid)
+				out = append(out, p.PID)
 			}
 		}
 	}
@@ -125,9 +109,9 @@ func orphanProviders() []int {
 // Ctrl-C does not reach them).
 func SignalCLI(sig syscall.Signal) int {
 	n := 0
-	for _, pid := range pids() {
-		if comm, ppid, ok := procInfo(pid); ok && comm == "pulumi" && ppid == os.Getpid() {
-			if syscall.Kill(pid, sig) == nil {
+	for _, p := range procs() {
+		if comm, ppid, ok := procInfo(p.PID); ok && comm == "pulumi" && ppid == os.Getpid() {
+			if syscall.Kill(p.PID, sig) == nil {
 				n++
 			}
 		}
