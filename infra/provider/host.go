@@ -86,7 +86,7 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 		// another node's; one it cannot reach yet is for the up to check.
 		if st, err := readFacts(reading(ctx), req.Inputs); err == nil {
 			if problems := st.identityProblems(); len(problems) > 0 {
-				return infer.CreateResponse[HostState]{}, fmt.Errorf("%s %s", req.Inputs.Connection.Node, strings.Join(problems, "; "))
+				return infer.CreateResponse[HostState]{}, wrongMachine(req.Inputs.Connection.Node, problems)
 			}
 		}
 		return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: HostState{HostArgs: req.Inputs}}, nil
@@ -197,6 +197,15 @@ func (st HostState) identityProblems() []string {
 	return out
 }
 
+// WrongMachineMarker starts the error of a machine that is another
+// cluster's or another node's: `homelab up` stops on it in its preview,
+// before any node is written.
+const WrongMachineMarker = "WRONG MACHINE:"
+
+func wrongMachine(node string, problems []string) error {
+	return fmt.Errorf("%s: %s the machine %s", node, WrongMachineMarker, strings.Join(problems, "; the machine "))
+}
+
 // check fails when the machine is not the one declared or lacks a tool.
 func (st HostState) check() error {
 	node := st.Connection.Node
@@ -275,7 +284,7 @@ func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]
 	live := st
 	live.HostArgs = in
 	if problems := live.identityProblems(); len(problems) > 0 {
-		return infer.DiffResponse{}, fmt.Errorf("%s %s", in.Connection.Node, strings.Join(problems, "; "))
+		return infer.DiffResponse{}, wrongMachine(in.Connection.Node, problems)
 	}
 	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
 }

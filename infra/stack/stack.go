@@ -6,6 +6,7 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
@@ -277,10 +279,32 @@ func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (a
 	}
 	var res auto.UpResult
 	err := s.withConsent(allowDestroy, func() (err error) {
+		if err := s.gate(ctx, refresh); err != nil {
+			return err
+		}
 		res, err = s.s.Up(ctx, opts...)
 		return err
 	})
 	return res, err
+}
+
+// gate previews the update first, as `pulumi up` does unless told to skip
+// it (the Automation API always skips it), so that a machine of another
+// cluster or a renamed node stops the up before any node is written, not
+// after the independent steps of the other nodes ran. Other preview
+// errors are left to the up, which may get past them (a node found at its
+// new address only once its Host is updated).
+func (s *Stack) gate(ctx context.Context, refresh bool) error {
+	var out bytes.Buffer
+	opts := []optpreview.Option{optpreview.ProgressStreams(&out), optpreview.ErrorProgressStreams(&out)}
+	if refresh {
+		opts = append(opts, optpreview.Refresh())
+	}
+	if _, err := s.s.Preview(ctx, opts...); err != nil && strings.Contains(err.Error(), provider.WrongMachineMarker) {
+		s.progress.Write(out.Bytes())
+		return fmt.Errorf("the preview failed, so nothing was changed: %w", err)
+	}
+	return nil
 }
 
 // withConsent runs fn with the consent given for these nodes alone, and
