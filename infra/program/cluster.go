@@ -31,17 +31,17 @@ type Cluster struct {
 // its membership (a control-plane join, or the init that made it one).
 type ControlPlane struct {
 	pulumi.ResourceState
-	Host       *Host
-	Keepalived *Service
-	Join       *KubeadmJoin
+	Host       *HostHandle
+	Keepalived *ServiceHandle
+	Join       *KubeadmJoinHandle
 	files      *nodeFiles
 }
 
 // Worker is one worker node: host, files, join, labels and taints.
 type Worker struct {
 	pulumi.ResourceState
-	Host *Host
-	Join *KubeadmJoin
+	Host *HostHandle
+	Join *KubeadmJoinHandle
 }
 
 // NewCluster declares the homelab's resources in the HA bootstrap order:
@@ -110,7 +110,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		"configSha":       pulumi.String(sha(rendered.ClusterConfig)),
 		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
 		"peers":           peersOf(cfg, cps, boot.Name),
-	}, &KubeadmInit{}, pulumi.Parent(cl), pulumi.DependsOn(initDeps),
+	}, &KubeadmInitHandle{}, pulumi.Parent(cl), pulumi.DependsOn(initDeps),
 		pulumi.Aliases(aliases),
 		// cluster-admin credentials: encrypted in state, never shown.
 		pulumi.AdditionalSecretOutputs([]string{"adminKubeconfig"}))
@@ -161,7 +161,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 		members = append(members, pulumi.Map{"name": pulumi.String(n.Name), "peerURL": pulumi.String("https://" + net.JoinHostPort(n.Address, "2380"))})
 		viaAll = append(viaAll, connection(cfg, n))
 	}
-	etcd, err := register(ctx, "EtcdMembers", "etcd", pulumi.Map{"via": viaAll, "members": members}, &EtcdMembers{},
+	etcd, err := register(ctx, "EtcdMembers", "etcd", pulumi.Map{"via": viaAll, "members": members}, &EtcdMembersHandle{},
 		pulumi.Parent(cl), pulumi.DependsOn(cpDone))
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 			"configPath":    pulumi.String(kubeadm.InitConfigPath),
 			"port":          pulumi.Int(inv.Cluster.Endpoint.Port),
 			"componentArgs": componentArgs,
-		}, &ControlPlaneAddress{}, pulumi.Parent(planes[n.Name]), pulumi.DependsOn(deps))
+		}, &ControlPlaneAddressHandle{}, pulumi.Parent(planes[n.Name]), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 			args["kind"], args["name"], args["namespace"] = pulumi.String("daemonset"), pulumi.String(gpu.DevicePluginName), pulumi.String(gpu.DevicePluginNamespace)
 			name = "nvidia-device-plugin"
 		}
-		m, err := register(ctx, "Manifest", name, args, &Manifest{}, pulumi.Parent(cl), pulumi.DependsOn(append([]pulumi.Resource{init}, runtimeClass...)))
+		m, err := register(ctx, "Manifest", name, args, &ManifestHandle{}, pulumi.Parent(cl), pulumi.DependsOn(append([]pulumi.Resource{init}, runtimeClass...)))
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +265,7 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 			"connection": conn,
 			"name":       pulumi.String("keepalived"),
 			"trigger":    pulumi.String(file.Trigger(files, keepalived.Unit)),
-		}, &Service{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
+		}, &ServiceHandle{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -329,7 +329,7 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 // declareJoin declares a node's membership: kubeadm join with its own
 // token and its transient join config, or, on the node that bootstrapped
 // the cluster, the init that already made it a member.
-func declareJoin(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via pulumi.Map, peers pulumi.Array, deps []pulumi.Resource) (*KubeadmJoin, error) {
+func declareJoin(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via pulumi.Map, peers pulumi.Array, deps []pulumi.Resource) (*KubeadmJoinHandle, error) {
 	config := contentOf(filesOf(r, n.Name), kubeadm.JoinConfigPath)
 	args := pulumi.Map{
 		"connection":      connection(cfg, n),
@@ -346,5 +346,5 @@ func declareJoin(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *rol
 	if config != nil {
 		args["config"] = pulumi.ToSecret(pulumi.String(string(config))).(pulumi.StringOutput)
 	}
-	return register(ctx, "KubeadmJoin", n.Name, args, &KubeadmJoin{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
+	return register(ctx, "KubeadmJoin", n.Name, args, &KubeadmJoinHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Dataplane is kube-proxy or Cilium's replacement of it.
-type Dataplane struct {
+type DataplaneHandle struct {
 	pulumi.CustomResourceState
 	KubeProxy      pulumi.BoolOutput   `pulumi:"kubeProxy"`
 	ReleasePresent pulumi.BoolOutput   `pulumi:"releasePresent"`
@@ -22,7 +22,7 @@ type Dataplane struct {
 // kube-proxy and Cilium's replacement. It follows init (restoring
 // kube-proxy renders the config kubeadm has on the bootstrap node, via) and
 // every join: it waits for every declared node to be Ready.
-func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, via pulumi.Map, init *KubeadmInit, joins []pulumi.Resource) (*Dataplane, error) {
+func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, via pulumi.Map, init *KubeadmInitHandle, joins []pulumi.Resource) (*DataplaneHandle, error) {
 	inv := cfg.Inventory
 	var nodes pulumi.Array
 	for _, n := range inv.Nodes {
@@ -51,5 +51,5 @@ func declareDataplane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r
 		"chartVersion":   pulumi.String(cilium.ChartVersion),
 		"release":        pulumi.String(cilium.Release),
 		"namespace":      pulumi.String(cilium.Namespace),
-	}, &Dataplane{}, pulumi.Parent(parent), pulumi.DependsOn(append([]pulumi.Resource{init}, joins...)))
+	}, &DataplaneHandle{}, pulumi.Parent(parent), pulumi.DependsOn(append([]pulumi.Resource{init}, joins...)))
 }

@@ -14,7 +14,7 @@ import (
 // that restarts containerd when it or the containerd drop-in changed, and
 // that is skipped, with a warning, on a node where no NVIDIA GPU is
 // detected). Workers without an NVIDIA GPU get nothing.
-func declareGPUWorker(ctx *pulumi.Context, w pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, conn pulumi.Map, host *Host, nf *nodeFiles) error {
+func declareGPUWorker(ctx *pulumi.Context, w pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, conn pulumi.Map, host *HostHandle, nf *nodeFiles) error {
 	tk, ok := gpu.ToolkitFor(cfg.Inventory, n)
 	if !ok {
 		return nil
@@ -35,6 +35,6 @@ func declareGPUWorker(ctx *pulumi.Context, w pulumi.Resource, cfg Config, r *rol
 		"trigger":          pulumi.String(file.Trigger(filesOf(r, n.Name), gpu.ContainerdUnit)),
 		"requireNvidiaGPU": pulumi.Bool(true),
 		"declaredGPUs":     pulumi.Int(n.GPUs.Count),
-	}, &Package{}, pulumi.Parent(w), pulumi.DependsOn(deps))
+	}, &PackageHandle{}, pulumi.Parent(w), pulumi.DependsOn(deps))
 	return err
 }

@@ -72,12 +72,12 @@ func connection(cfg Config, n inventory.Node) pulumi.Map {
 // nodeFiles declares a node's files; CA and kubeadm files depend on the
 // node's Host so a missing tool or a wrong machine stops the run there.
 type nodeFiles struct {
-	byPath map[string]*File
+	byPath map[string]*FileHandle
 	all    []pulumi.Resource
 }
 
 func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, node string, files []file.File, after pulumi.Resource) (*nodeFiles, error) {
-	nf := &nodeFiles{byPath: map[string]*File{}}
+	nf := &nodeFiles{byPath: map[string]*FileHandle{}}
 	for _, f := range files {
 		if f.Transient {
 			continue // its step writes it, uses it and removes it
@@ -95,7 +95,7 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		if f.OnChange != "" {
 			args["onChange"] = pulumi.String(f.OnChange)
 		}
-		res, err := register(ctx, "File", node+":"+f.Path, args, &File{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{after}))
+		res, err := register(ctx, "File", node+":"+f.Path, args, &FileHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{after}))
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (nf *nodeFiles) get(paths ...string) []pulumi.Resource {
 	return out
 }
 
-func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map) (*Host, error) {
+func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map) (*HostHandle, error) {
 	requires := workerRequires
 	if n.IsControlPlane() {
 		requires = controlPlaneRequires
@@ -136,7 +136,7 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 		"mac":        pulumi.String(n.MAC),
 		"requires":   pulumi.ToStringArray(requires),
 		"clusterCA":  pulumi.String(pin),
-	}, &Host{}, pulumi.Parent(parent))
+	}, &HostHandle{}, pulumi.Parent(parent))
 }
 
 func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, nf roles.NodeFiles, after []pulumi.Resource) error {
@@ -153,7 +153,7 @@ func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, vi
 		// Known at preview (a Host output would not be while the Host
 		// itself changes, as on a re-address).
 		"machine": pulumi.String(cfg.HostKeys[n.Name]),
-	}, &NodeMeta{}, pulumi.Parent(parent), pulumi.DependsOn(after))
+	}, &NodeMetaHandle{}, pulumi.Parent(parent), pulumi.DependsOn(after))
 	return err
 }
 

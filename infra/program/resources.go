@@ -5,12 +5,13 @@ import (
 )
 
 // Client-side handles of the provider's resources (what a generated SDK
-// would hold). Arguments go as pulumi.Map, whose keys are the provider's
-// input names.
+// would hold), named XHandle so that they are never taken for the
+// provider's X (its Args and State). Arguments go as pulumi.Map, whose keys
+// TestInputsMatchTheProvider holds to the provider's input names.
 
 const pkg = "homelab:index:"
 
-type Host struct {
+type HostHandle struct {
 	pulumi.CustomResourceState
 	Hostname  pulumi.StringOutput      `pulumi:"hostname"`
 	Addresses pulumi.StringArrayOutput `pulumi:"addresses"`
@@ -19,36 +20,36 @@ type Host struct {
 	GPUs      pulumi.StringArrayOutput `pulumi:"gpus"`
 }
 
-type File struct {
+type FileHandle struct {
 	pulumi.CustomResourceState
 	Sha256 pulumi.StringOutput `pulumi:"sha256"`
 }
 
-type Service struct {
+type ServiceHandle struct {
 	pulumi.CustomResourceState
 	Active pulumi.BoolOutput `pulumi:"active"`
 }
 
-type KubeadmInit struct {
+type KubeadmInitHandle struct {
 	pulumi.CustomResourceState
 	AdminKubeconfig pulumi.StringOutput `pulumi:"adminKubeconfig"`
 	ClusterUID      pulumi.StringOutput `pulumi:"clusterUID"`
 }
 
-type KubeadmJoin struct {
+type KubeadmJoinHandle struct {
 	pulumi.CustomResourceState
 	Joined pulumi.BoolOutput `pulumi:"joined"`
 }
 
-type NodeMeta struct {
+type NodeMetaHandle struct {
 	pulumi.CustomResourceState
 }
 
-type Manifest struct {
+type ManifestHandle struct {
 	pulumi.CustomResourceState
 }
 
-type EtcdMembers struct {
+type EtcdMembersHandle struct {
 	pulumi.CustomResourceState
 	Live pulumi.MapArrayOutput `pulumi:"live"`
 }
@@ -58,11 +59,11 @@ func register[T pulumi.CustomResource](ctx *pulumi.Context, kind, name string, a
 	return res, err
 }
 
-type Package struct {
+type PackageHandle struct {
 	pulumi.CustomResourceState
 	Status pulumi.StringOutput `pulumi:"status"`
 }
 
-type ControlPlaneAddress struct {
+type ControlPlaneAddressHandle struct {
 	pulumi.CustomResourceState
 }

@@ -25,6 +25,6 @@ func declareSnapshotTimer(ctx *pulumi.Context, parent pulumi.Resource, conn pulu
 		"connection": conn,
 		"name":       pulumi.String(etcdsnapshot.Timer),
 		"trigger":    pulumi.String(file.Trigger(files, etcdsnapshot.Timer)),
-	}, &Service{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
+	}, &ServiceHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
 	return err
 }
