@@ -1,6 +1,7 @@
 package program
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -44,12 +45,9 @@ type Worker struct {
 	Join *KubeadmJoinHandle
 }
 
-// NewCluster declares the homelab's resources in the HA bootstrap order:
-// hosts -> base files, CA files -> keepalived (the VIP answers before init)
-// -> the cluster bootstrapped (kubeadm init on one control-plane node, once)
-// -> every control-plane node a member, one at a time; workers join in
-// parallel, alongside, once the bootstrap node serves the API -> labels,
-// taints, RuntimeClass -> etcd membership.
+// NewCluster declares the homelab's resources in the HA bootstrap order,
+// as a list of named stages (kubeadm's phase list, one level up): each
+// stage declares its resources and what later stages wait for.
 //
 // No resource's identity depends on the order nodes are listed in: every
 // control-plane node gets the same kinds of resource (an init config, a
@@ -61,176 +59,238 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	if err := ctx.RegisterComponentResource("homelab:cluster:Cluster", name, cl, opts...); err != nil {
 		return nil, err
 	}
-	inv := cfg.Inventory
-	rendered, err := roles.Render(inv, cfg.Bundle)
+	rendered, err := roles.Render(cfg.Inventory, cfg.Bundle)
 	if err != nil {
 		return nil, err
 	}
-	cps := inv.ControlPlanes()
-	boot := inv.Bootstrap()
-	via := connection(cfg, boot)
-
-	// Every control-plane node's keepalived runs before init, so the
-	// endpoint answers while kubeadm bootstraps through it.
-	planes := map[string]*ControlPlane{}
-	fileDeps := map[string][]pulumi.Resource{}
-	var keepaliveds []pulumi.Resource
-	for _, n := range cps {
-		// keepalived one node at a time: restarting every instance at
-		// once (new peers after a re-address) would leave the VIP with
-		// no holder for a few advert intervals.
-		cp, deps, err := newControlPlane(ctx, cl, cfg, rendered, n, keepaliveds)
-		if err != nil {
-			return nil, err
-		}
-		planes[n.Name], fileDeps[n.Name] = cp, deps
-		if cp.Keepalived != nil {
-			keepaliveds = append(keepaliveds, cp.Keepalived)
+	b := &build{ctx: ctx, cl: cl, cfg: cfg, r: rendered, inv: cfg.Inventory,
+		cps: cfg.Inventory.ControlPlanes(), boot: cfg.Inventory.Bootstrap(),
+		planes: map[string]*ControlPlane{}, fileDeps: map[string][]pulumi.Resource{}}
+	b.via = connection(cfg, b.boot)
+	for _, st := range stages {
+		if err := st.run(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", st.name, err)
 		}
 	}
+	return cl, nil
+}
 
-	// The bootstrap node's files, every keepalived (the endpoint answers),
-	// and every node's init config: the cluster config is uploaded through
-	// whichever node the cluster runs on.
-	initDeps := append(slices.Clone(fileDeps[boot.Name]), keepaliveds...)
-	for _, n := range cps {
-		initDeps = append(initDeps, planes[n.Name].files.get(kubeadm.InitConfigPath)...)
+// stages are NewCluster's steps in order.
+var stages = []struct {
+	name string
+	run  func(*build) error
+}{
+	{"control-plane hosts, files and keepalived", (*build).controlPlanes},
+	{"bootstrap", (*build).bootstrap},
+	{"control-plane joins", (*build).controlPlaneJoins},
+	{"workers", (*build).workers},
+	{"etcd membership", (*build).etcdMembership},
+	{"control-plane addresses", (*build).controlPlaneAddresses},
+	{"pod network", (*build).podNetwork},
+	{"cluster objects", (*build).clusterObjects},
+	{"outputs", (*build).outputs},
+}
+
+// build is what the stages hand on to each other.
+type build struct {
+	ctx  *pulumi.Context
+	cl   *Cluster
+	cfg  Config
+	r    *roles.Rendered
+	inv  *inventory.Inventory
+	cps  []inventory.Node
+	boot inventory.Node
+	via  pulumi.Map
+
+	planes      map[string]*ControlPlane
+	fileDeps    map[string][]pulumi.Resource
+	keepaliveds []pulumi.Resource
+	init        *KubeadmInitHandle
+	cpJoins     []pulumi.Resource // every control-plane join, in order
+	joins       []pulumi.Resource // every join, workers' included
+	etcd        *EtcdMembersHandle
+	settled     pulumi.Resource // the last ControlPlaneAddress
+}
+
+// controlPlanes: every control-plane node's keepalived runs before init,
+// so the endpoint answers while kubeadm bootstraps through it; one node at
+// a time: restarting every instance at once (new peers after a
+// re-address) would leave the VIP with no holder for a few advert
+// intervals.
+func (b *build) controlPlanes() error {
+	for _, n := range b.cps {
+		cp, deps, err := newControlPlane(b.ctx, b.cl, b.cfg, b.r, n, b.keepaliveds)
+		if err != nil {
+			return err
+		}
+		b.planes[n.Name], b.fileDeps[n.Name] = cp, deps
+		if cp.Keepalived != nil {
+			b.keepaliveds = append(b.keepaliveds, cp.Keepalived)
+		}
+	}
+	return nil
+}
+
+// bootstrap waits for the bootstrap node's files, every keepalived (the
+// endpoint answers) and every node's init config: the cluster config is
+// uploaded through whichever node the cluster runs on.
+func (b *build) bootstrap() error {
+	initDeps := append(slices.Clone(b.fileDeps[b.boot.Name]), b.keepaliveds...)
+	for _, n := range b.cps {
+		initDeps = append(initDeps, b.planes[n.Name].files.get(kubeadm.InitConfigPath)...)
 	}
 	// Stacks made before the bootstrap was cluster-wide held it as the
 	// first control-plane node's KubeadmInit.
 	var aliases []pulumi.Alias
-	for _, n := range cps {
-		aliases = append(aliases, pulumi.Alias{Name: pulumi.String(n.Name), Parent: planes[n.Name]})
+	for _, n := range b.cps {
+		aliases = append(aliases, pulumi.Alias{Name: pulumi.String(n.Name), Parent: b.planes[n.Name]})
 	}
-	init, err := register(ctx, "KubeadmInit", inv.Cluster.Name, pulumi.Map{
-		"connection": via,
+	init, err := register(b.ctx, "KubeadmInit", b.inv.Cluster.Name, pulumi.Map{
+		"connection": b.via,
 		"configPath": pulumi.String(kubeadm.InitConfigPath),
 		// The cluster-wide part only: which node bootstraps is no change
 		// to the cluster's configuration.
-		"configSha":       pulumi.String(sha(rendered.ClusterConfig)),
-		"ignorePreflight": pulumi.ToStringArray(cfg.IgnorePreflight),
-		"peers":           peersOf(cfg, cps, boot.Name),
-	}, &KubeadmInitHandle{}, pulumi.Parent(cl), pulumi.DependsOn(initDeps),
+		"configSha":       pulumi.String(sha(b.r.ClusterConfig)),
+		"ignorePreflight": pulumi.ToStringArray(b.cfg.IgnorePreflight),
+		"peers":           peersOf(b.cfg, b.cps, b.boot.Name),
+	}, &KubeadmInitHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(initDeps),
 		pulumi.Aliases(aliases),
 		// cluster-admin credentials: encrypted in state, never shown.
 		pulumi.AdditionalSecretOutputs([]string{"adminKubeconfig"}))
-	if err != nil {
-		return nil, err
-	}
+	b.init = init
+	return err
+}
 
-	// Control-plane nodes become members one at a time, the bootstrap node
-	// first (its init made it one): each grows etcd by a member, and two at
-	// once can lose quorum while both are learners.
-	order := append([]inventory.Node{boot}, slices.DeleteFunc(slices.Clone(cps), func(n inventory.Node) bool { return n.Name == boot.Name })...)
-	last := pulumi.Resource(init)
-	var cpDone []pulumi.Resource
+// controlPlaneJoins: control-plane nodes become members one at a time, the
+// bootstrap node first (its init made it one): each grows etcd by a
+// member, and two at once can lose quorum while both are learners.
+func (b *build) controlPlaneJoins() error {
+	order := append([]inventory.Node{b.boot}, slices.DeleteFunc(slices.Clone(b.cps), func(n inventory.Node) bool { return n.Name == b.boot.Name })...)
+	last := pulumi.Resource(b.init)
 	for _, n := range order {
-		j, err := declareJoin(ctx, planes[n.Name], cfg, rendered, n, via, peersOf(cfg, cps, n.Name),
-			append([]pulumi.Resource{init, last}, fileDeps[n.Name]...))
+		j, err := declareJoin(b.ctx, b.planes[n.Name], b.cfg, b.r, n, b.via, peersOf(b.cfg, b.cps, n.Name),
+			append([]pulumi.Resource{b.init, last}, b.fileDeps[n.Name]...))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		planes[n.Name].Join = j
+		b.planes[n.Name].Join = j
 		last = j
-		cpDone = append(cpDone, j)
+		b.cpJoins = append(b.cpJoins, j)
 	}
-	for _, n := range cps {
-		if err := declareNodeMeta(ctx, planes[n.Name], cfg, via, nodeOf(rendered, n.Name), []pulumi.Resource{planes[n.Name].Join}); err != nil {
-			return nil, err
+	for _, n := range b.cps {
+		if err := declareNodeMeta(b.ctx, b.planes[n.Name], b.cfg, b.via, nodeOf(b.r, n.Name), []pulumi.Resource{b.planes[n.Name].Join}); err != nil {
+			return err
 		}
-		if err := ctx.RegisterResourceOutputs(planes[n.Name], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
-			return nil, err
+		if err := b.ctx.RegisterResourceOutputs(b.planes[n.Name], pulumi.Map{"node": pulumi.String(n.Name)}); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// Workers join in parallel as soon as the bootstrap node serves the
-	// API, alongside the control-plane joins: a worker needs only the API
-	// through the endpoint, and adds no etcd member.
-	joins := slices.Clone(cpDone)
-	for _, n := range inv.Workers() {
-		w, err := newWorker(ctx, cl, cfg, rendered, n, via, peersOf(cfg, cps, ""), planes[boot.Name].Join)
+// workers join in parallel as soon as the bootstrap node serves the API,
+// alongside the control-plane joins: a worker needs only the API through
+// the endpoint, and adds no etcd member.
+func (b *build) workers() error {
+	b.joins = slices.Clone(b.cpJoins)
+	for _, n := range b.inv.Workers() {
+		w, err := newWorker(b.ctx, b.cl, b.cfg, b.r, n, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		joins = append(joins, w.Join)
+		b.joins = append(b.joins, w.Join)
 	}
+	return nil
+}
 
-	var members pulumi.Array
-	var viaAll pulumi.Array
-	for _, n := range slices.SortedFunc(slices.Values(cps), func(a, b inventory.Node) int { return strings.Compare(a.Name, b.Name) }) {
+// etcdMembership keeps etcd's member list equal to the control-plane nodes.
+func (b *build) etcdMembership() error {
+	var members, viaAll pulumi.Array
+	for _, n := range slices.SortedFunc(slices.Values(b.cps), func(a, c inventory.Node) int { return strings.Compare(a.Name, c.Name) }) {
 		members = append(members, pulumi.Map{"name": pulumi.String(n.Name), "peerURL": pulumi.String("https://" + net.JoinHostPort(n.Address, "2380"))})
-		viaAll = append(viaAll, connection(cfg, n))
+		viaAll = append(viaAll, connection(b.cfg, n))
 	}
-	etcd, err := register(ctx, "EtcdMembers", "etcd", pulumi.Map{"via": viaAll, "members": members}, &EtcdMembersHandle{},
-		pulumi.Parent(cl), pulumi.DependsOn(cpDone))
-	if err != nil {
-		return nil, err
-	}
+	etcd, err := register(b.ctx, "EtcdMembers", "etcd", pulumi.Map{"via": viaAll, "members": members}, &EtcdMembersHandle{},
+		pulumi.Parent(b.cl), pulumi.DependsOn(b.cpJoins))
+	b.etcd = etcd
+	return err
+}
 
-	// After etcd's membership: a re-addressed member's peer URL must be
-	// updated before its etcd restarts on the new address, or its peers
-	// could not reach it. One node at a time, each healthy again before the
-	// next, so etcd never loses quorum.
-	apiSANs, etcdSANs := rendered.APIServerSANs.Strings(), rendered.EtcdSANs.Strings()
+// controlPlaneAddresses come after etcd's membership: a re-addressed
+// member's peer URL must be updated before its etcd restarts on the new
+// address, or its peers could not reach it. One node at a time, each
+// healthy again before the next, so etcd never loses quorum.
+func (b *build) controlPlaneAddresses() error {
+	apiSANs, etcdSANs := b.r.APIServerSANs.Strings(), b.r.EtcdSANs.Strings()
 	componentArgs := pulumi.StringArrayMap{}
-	for pod, args := range rendered.ComponentArgs {
+	for pod, args := range b.r.ComponentArgs {
 		componentArgs[pod] = pulumi.ToStringArray(args)
 	}
-	prev := pulumi.Resource(etcd)
-	for _, n := range cps {
-		deps := []pulumi.Resource{prev, planes[n.Name].Join}
-		deps = append(deps, planes[n.Name].files.get(kubeadm.InitConfigPath)...)
-		if planes[n.Name].Keepalived != nil {
-			deps = append(deps, planes[n.Name].Keepalived)
+	prev := pulumi.Resource(b.etcd)
+	for _, n := range b.cps {
+		cp := b.planes[n.Name]
+		deps := []pulumi.Resource{prev, cp.Join}
+		deps = append(deps, cp.files.get(kubeadm.InitConfigPath)...)
+		if cp.Keepalived != nil {
+			deps = append(deps, cp.Keepalived)
 		}
-		a, err := register(ctx, "ControlPlaneAddress", n.Name, pulumi.Map{
-			"connection":    connection(cfg, n),
+		a, err := register(b.ctx, "ControlPlaneAddress", n.Name, pulumi.Map{
+			"connection":    connection(b.cfg, n),
 			"address":       pulumi.String(n.Address),
 			"apiServerSANs": pulumi.ToStringArray(apiSANs),
 			"etcdSANs":      pulumi.ToStringArray(etcdSANs),
 			"configPath":    pulumi.String(kubeadm.InitConfigPath),
-			"port":          pulumi.Int(inv.Cluster.Endpoint.Port),
+			"port":          pulumi.Int(b.inv.Cluster.Endpoint.Port),
 			"componentArgs": componentArgs,
-		}, &ControlPlaneAddressHandle{}, pulumi.Parent(planes[n.Name]), pulumi.DependsOn(deps))
+		}, &ControlPlaneAddressHandle{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		prev = a
 	}
+	b.settled = prev
+	return nil
+}
 
-	// The pod network once the control plane is complete and settled
-	// (every ControlPlaneAddress healthy): installing it reads and writes
-	// through the API, which a regenerated apiserver manifest restarts.
-	if _, err := declareDataplane(ctx, cl, cfg, rendered, via, init, append(joins, prev)); err != nil {
-		return nil, err
-	}
+// podNetwork once the control plane is complete and settled (every
+// ControlPlaneAddress healthy): installing it reads and writes through the
+// API, which a regenerated apiserver manifest restarts.
+func (b *build) podNetwork() error {
+	_, err := declareDataplane(b.ctx, b.cl, b.cfg, b.r, b.via, b.init, append(slices.Clone(b.joins), b.settled))
+	return err
+}
 
-	// Cilium's values are for the Cilium installer; the GPU objects are
-	// applied here. The device plugin's pods name the RuntimeClass.
+// clusterObjects applies the GPU objects (Cilium's values are for the
+// Cilium installer); the device plugin's pods name the RuntimeClass.
+func (b *build) clusterObjects() error {
 	var runtimeClass []pulumi.Resource
 	for _, path := range []string{gpu.RuntimeClassPath, gpu.DevicePluginPath} {
-		f, ok := clusterFile(rendered, path)
+		f, ok := clusterFile(b.r, path)
 		if !ok {
 			continue
 		}
-		args := pulumi.Map{"via": via, "kind": pulumi.String("runtimeclass"), "name": pulumi.String(gpu.RuntimeClassName), "content": pulumi.String(string(f.Content))}
+		args := pulumi.Map{"via": b.via, "kind": pulumi.String("runtimeclass"), "name": pulumi.String(gpu.RuntimeClassName), "content": pulumi.String(string(f.Content))}
 		name := "runtimeclass-" + gpu.RuntimeClassName
 		if path == gpu.DevicePluginPath {
 			args["kind"], args["name"], args["namespace"] = pulumi.String("daemonset"), pulumi.String(gpu.DevicePluginName), pulumi.String(gpu.DevicePluginNamespace)
 			name = "nvidia-device-plugin"
 		}
-		m, err := register(ctx, "Manifest", name, args, &ManifestHandle{}, pulumi.Parent(cl), pulumi.DependsOn(append([]pulumi.Resource{init}, runtimeClass...)))
+		m, err := register(b.ctx, "Manifest", name, args, &ManifestHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(append([]pulumi.Resource{b.init}, runtimeClass...)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		runtimeClass = append(runtimeClass, m)
 	}
+	return nil
+}
 
-	cl.Endpoint = pulumi.String(inv.Endpoint()).ToStringOutput()
-	cl.Kubeconfig = pulumi.ToSecret(init.AdminKubeconfig).(pulumi.StringOutput)
-	cl.EtcdMembers = etcd.Live
-	cl.SANs = pulumi.ToStringArray(rendered.APIServerSANs.Strings()).ToStringArrayOutput()
-	return cl, ctx.RegisterResourceOutputs(cl, pulumi.Map{
+func (b *build) outputs() error {
+	cl := b.cl
+	cl.Endpoint = pulumi.String(b.inv.Endpoint()).ToStringOutput()
+	cl.Kubeconfig = pulumi.ToSecret(b.init.AdminKubeconfig).(pulumi.StringOutput)
+	cl.EtcdMembers = b.etcd.Live
+	cl.SANs = pulumi.ToStringArray(b.r.APIServerSANs.Strings()).ToStringArrayOutput()
+	return b.ctx.RegisterResourceOutputs(cl, pulumi.Map{
 		"endpoint":    cl.Endpoint,
 		"kubeconfig":  cl.Kubeconfig,
 		"etcdMembers": cl.EtcdMembers,
