@@ -29,7 +29,7 @@ const (
 // loopback client port) with the credentials read from the node. Requests
 // go to that one member: with quorum lost, its local answers (Status, a
 // serializable read, a snapshot) still come back.
-func ThroughSSH(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
+func ThroughSSH(ctx context.Context, c ssh.Executor) (*clientv3.Client, error) {
 	var files [3][]byte
 	for i, p := range []string{NodeCA, NodeClientCert, NodeClientKey} {
 		data, err := c.Read(ctx, p)

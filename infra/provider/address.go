@@ -77,7 +77,7 @@ func (in ControlPlaneAddressArgs) configPath() string {
 	return in.ConfigPath
 }
 
-func readLive(ctx context.Context, c *ssh.Client, st *ControlPlaneAddressState) error {
+func readLive(ctx context.Context, c ssh.Executor, st *ControlPlaneAddressState) error {
 	out, _, err := query(ctx, c, nodefacts.ProbeScript)
 	if err != nil {
 		return err
@@ -211,40 +211,49 @@ func (ControlPlaneAddress) Create(ctx context.Context, req infer.CreateRequest[C
 	return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, err
 }
 
+// addressRead keeps the last known state whatever kept the node from
+// being read, a refused key included. A new key in the inventory is a
+// connection change to addressChanges already, and Update (convergeAddress)
+// reads the node itself before it fixes anything; an unknown state would
+// only make every certificate's SANs look wrong in the preview. A machine
+// rebuilt under old state shows in the node's KubeadmJoin.
+var addressRead = keepLastState[ControlPlaneAddressState]()
+
 func (ControlPlaneAddress) Read(ctx context.Context, req infer.ReadRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	c, err := dial(ctx, st.Connection)
+	st, err := readNode(ctx, req.State.Connection, req.State, addressRead, func(c ssh.Executor) (ControlPlaneAddressState, error) {
+		st := req.State
+		return st, readLive(ctx, c, &st)
+	})
 	if err != nil {
-		unreachable(ctx, st.Connection.Node, err)
-		return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	if err := readLive(ctx, c, &st); err != nil {
 		return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{}, err
 	}
 	return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
-// Diff compares the inventory with what the node has, not with the last
-// inputs: the point is drift kubeadm left behind.
-func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// addressChanges compares the inventory with what the node has, not with
+// the last inputs: the point is drift kubeadm left behind. Update fixes
+// whatever driftOf finds when it runs, reading the node again first.
+func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState) changeSet {
+	d := changeSet{}
 	dr := driftOf(in, st)
 	if in.Address != st.Address || dr.address {
-		d["address"] = p.PropertyDiff{Kind: p.Update}
+		d.update("address")
 	}
 	if len(dr.certs) > 0 || !slices.Equal(in.APIServerSANs, st.APIServerSANs) || !slices.Equal(in.EtcdSANs, st.EtcdSANs) {
-		d["sans"] = p.PropertyDiff{Kind: p.Update}
+		d.update("sans")
 	}
 	if len(dr.pods) > 0 {
-		d["componentArgs"] = p.PropertyDiff{Kind: p.Update}
+		d.update("componentArgs")
 	}
 	if in.Connection != st.Connection {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+		d.update("connection")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return d
+}
+
+func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.DiffResponse, error) {
+	return addressChanges(req.Inputs, req.State).diff(false), nil
 }
 
 func (ControlPlaneAddress) Update(ctx context.Context, req infer.UpdateRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.UpdateResponse[ControlPlaneAddressState], error) {
@@ -346,7 +355,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 // apiserver reloads a regenerated serving certificate by itself; when it
 // has not after a while (certsOnly: nothing restarted it), it is
 // restarted.
-func waitHealthy(ctx context.Context, c *ssh.Client, in ControlPlaneAddressArgs, certsOnly bool) error {
+func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs, certsOnly bool) error {
 	caPEM, err := c.Read(ctx, nodefacts.CACert)
 	if err != nil {
 		return err
@@ -383,7 +392,7 @@ func waitHealthy(ctx context.Context, c *ssh.Client, in ControlPlaneAddressArgs,
 	return fmt.Errorf("not healthy after the change: etcd: %v; apiserver: %v", lastEtcd, lastAPI)
 }
 
-func etcdHealthy(ctx context.Context, c *ssh.Client) error {
+func etcdHealthy(ctx context.Context, c ssh.Executor) error {
 	cli, err := etcdThrough(ctx, c)
 	if err != nil {
 		return err

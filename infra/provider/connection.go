@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	p "github.com/pulumi/pulumi-go-provider"
-
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
@@ -47,12 +45,42 @@ func reading(ctx context.Context) context.Context { return context.WithValue(ctx
 // readRetry is how long a read retries a node that does not answer.
 const readRetry = 3 * time.Second
 
-func dial(ctx context.Context, c Connection) (*ssh.Client, error) {
+// A dialer opens an Executor on the node c names. Every step reaches its
+// nodes through one, so a unit test can hand the steps fake nodes.
+type dialer func(ctx context.Context, c Connection) (ssh.Executor, error)
+
+type dialerKey struct{}
+
+// withDialer makes every node step under ctx reach its nodes through d.
+// infer builds the resources as empty values and hands each step nothing
+// but its request and ctx, so ctx is what carries it to the helpers a step
+// calls.
+func withDialer(ctx context.Context, d dialer) context.Context {
+	return context.WithValue(ctx, dialerKey{}, d)
+}
+
+// sshDial is the way to a real node: SSH with its host key checked against
+// the connection's known_hosts, recorded in the command log, from the
+// namespace ssh.NetnsEnv names.
+func sshDial(ctx context.Context, c Connection) (ssh.Executor, error) {
 	var opts []ssh.Option
 	if ctx.Value(readingKey{}) != nil {
 		opts = append(opts, ssh.WithRetry(readRetry))
 	}
 	cl, err := ssh.Dial(ctx, c.target(), opts...)
+	if err != nil {
+		// Not a typed nil in the interface: callers test err only.
+		return nil, err
+	}
+	return cl, nil
+}
+
+func dial(ctx context.Context, c Connection) (ssh.Executor, error) {
+	open := sshDial
+	if d, ok := ctx.Value(dialerKey{}).(dialer); ok {
+		open = d
+	}
+	ex, err := open(ctx, c)
 	var changed *ssh.HostKeyChangedError
 	if errors.As(err, &changed) {
 		return nil, fmt.Errorf("%w. To accept the new key once you have checked it: homelab hosts accept %s -f INVENTORY", err, c.Node)
@@ -60,7 +88,7 @@ func dial(ctx context.Context, c Connection) (*ssh.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Node, err)
 	}
-	return cl, nil
+	return ex, nil
 }
 
 // tokenPattern matches kubeadm bootstrap tokens, which kubeadm prints in
@@ -71,7 +99,7 @@ func redact(s string) string { return tokenPattern.ReplaceAllString(s, "<redacte
 
 // must runs a mutating command and turns a non-zero exit into an error
 // carrying the (redacted) output.
-func must(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, error) {
+func must(ctx context.Context, c ssh.Executor, node, what, cmd string) (string, error) {
 	r, err := c.Run(ctx, cmd)
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", node, what, err)
@@ -83,7 +111,7 @@ func must(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, e
 }
 
 // query runs a read-only command; the exit code is the caller's business.
-func query(ctx context.Context, c *ssh.Client, cmd string) (string, int, error) {
+func query(ctx context.Context, c ssh.Executor, cmd string) (string, int, error) {
 	r, err := c.Query(ctx, cmd)
 	if err != nil {
 		return "", 0, err
@@ -101,21 +129,6 @@ func tail(s string, lines int) string {
 
 // quote makes s one shell word.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// unreachable logs that live state could not be read and says whether the
-// last known state may stand in for it. A node that does not answer (off,
-// moved) keeps it, so one powered-off node does not fail a whole refresh.
-// A node that answers but refuses the stored SSH key (the key was changed,
-// or the machine rebuilt with another) may be anything by now: its state is
-// unknown, so the step re-checks it with the current key.
-func unreachable(ctx context.Context, node string, err error) (keep bool) {
-	if ssh.AuthFailed(err) {
-		p.GetLogger(ctx).Warningf("%s refused the SSH key this state was made with (a new key, or a rebuilt machine): its live state is re-checked with the current key: %v", node, err)
-		return false
-	}
-	p.GetLogger(ctx).Warningf("%s unreachable, keeping its last known state: %v", node, err)
-	return true
-}
 
 // currentVia is the connection to reach the cluster through: the latest
 // inputs' whenever they have one. Through which node the cluster is

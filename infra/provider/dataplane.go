@@ -143,36 +143,36 @@ func desiredDataplane(in DataplaneArgs, old DataplaneState) DataplaneState {
 }
 
 // changes lists what converging would change, keyed as the preview shows it.
-func dataplaneChanges(in DataplaneArgs, st DataplaneState) map[string]p.PropertyDiff {
-	d := map[string]p.PropertyDiff{}
+func dataplaneChanges(in DataplaneArgs, st DataplaneState) changeSet {
+	d := changeSet{}
 	if in.Replacement != st.Replacement {
-		d["replacement"] = p.PropertyDiff{Kind: p.Update}
+		d.update("replacement")
 	}
 	if in.cilium() == st.KubeProxy {
-		d["kubeProxy"] = p.PropertyDiff{Kind: p.Update}
+		d.update("kubeProxy")
 	}
 	if in.ciliumCNI() {
 		if !st.ReleasePresent {
-			d["releasePresent"] = p.PropertyDiff{Kind: p.Update}
+			d.update("releasePresent")
 		}
 		if canonical(in.Values) != st.ReleaseValues {
-			d["values"] = p.PropertyDiff{Kind: p.Update}
+			d.update("values")
 		}
 		if in.chartChanged(st.DataplaneArgs) {
-			d["chart"] = p.PropertyDiff{Kind: p.Update}
+			d.update("chart")
 		}
 		if len(st.NetworkNotReady) > 0 {
-			d["networkNotReady"] = p.PropertyDiff{Kind: p.Update}
+			d.update("networkNotReady")
 		}
 	}
 	if in.CNI != st.CNI {
-		d["cni"] = p.PropertyDiff{Kind: p.Update}
+		d.update("cni")
 	}
 	if in.ClusterUID != st.ClusterUID {
-		d["cluster"] = p.PropertyDiff{Kind: p.Update}
+		d.update("cluster")
 	}
 	if in.cilium() && len(st.StaleRules) > 0 {
-		d["staleRules"] = p.PropertyDiff{Kind: p.Update}
+		d.update("staleRules")
 	}
 	return d
 }
@@ -195,29 +195,32 @@ func (Dataplane) Update(ctx context.Context, req infer.UpdateRequest[DataplaneAr
 }
 
 func (Dataplane) Diff(ctx context.Context, req infer.DiffRequest[DataplaneArgs, DataplaneState]) (infer.DiffResponse, error) {
-	d := dataplaneChanges(req.Inputs, req.State)
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return dataplaneChanges(req.Inputs, req.State).diff(false), nil
 }
+
+// dataplaneRead keeps the last known state whatever kept the cluster from
+// being read: the API down (a control plane being repaired) must not fail
+// a whole refresh, and what the cluster runs is read through the latest
+// inputs' Via, so a refusal is of the current key too and no step could
+// look with another. Update reads the cluster again before it changes it.
+var dataplaneRead = keepLastState[DataplaneState]()
 
 func (Dataplane) Read(ctx context.Context, req infer.ReadRequest[DataplaneArgs, DataplaneState]) (infer.ReadResponse[DataplaneArgs, DataplaneState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	st.Via = currentVia(st.Via, req.Inputs.Via)
-	c, err := dial(ctx, st.Via)
+	last := req.State
+	last.Via = currentVia(last.Via, req.Inputs.Via)
+	st, err := readNode(ctx, last.Via, last, dataplaneRead, func(c ssh.Executor) (DataplaneState, error) {
+		live, _, err := readDataplane(ctx, c, last.DataplaneArgs)
+		if err != nil {
+			return last, unanswered(err)
+		}
+		live.DataplaneArgs = last.DataplaneArgs
+		return live, nil
+	})
 	if err != nil {
-		unreachable(ctx, st.Via.Node, err)
-		return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+		return infer.ReadResponse[DataplaneArgs, DataplaneState]{}, err
 	}
-	defer c.Close()
-	live, _, err := readDataplane(ctx, c, st.DataplaneArgs)
-	if err != nil {
-		// The API down (a control plane being repaired) must not fail a
-		// whole refresh.
-		unreachable(ctx, st.Via.Node+"'s API", err)
-		return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	live.DataplaneArgs = st.DataplaneArgs
-	return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: live}, nil
+	return infer.ReadResponse[DataplaneArgs, DataplaneState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
 // Delete runs when the stack is destroyed, before the nodes are reset:
@@ -269,7 +272,7 @@ const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy con
 
 // readDataplane also returns the release's status (deployed, failed,
 // pending-...), which is no desired state of its own.
-func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st DataplaneState, status string, err error) {
+func readDataplane(ctx context.Context, c ssh.Executor, in DataplaneArgs) (st DataplaneState, status string, err error) {
 	st = DataplaneState{DataplaneArgs: in}
 	out, code, err := query(ctx, c, kubeProxyObjects)
 	if err != nil {
@@ -308,7 +311,9 @@ func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st Dat
 		for _, n := range in.Nodes {
 			stale, err := nodeHasKubeRules(ctx, n)
 			if err != nil {
-				unreachable(ctx, n.Node, err)
+				// Checked again at the next read; the up's cleanup
+				// (cleanKubeRules) needs the node and fails without it.
+				logUnread(ctx, n.Node, err, "its kube-proxy rules are not checked")
 				continue
 			}
 			if stale {
@@ -319,7 +324,7 @@ func readDataplane(ctx context.Context, c *ssh.Client, in DataplaneArgs) (st Dat
 	return st, status, nil
 }
 
-func releaseTarget(ctx context.Context, c *ssh.Client, in DataplaneArgs) (helmrelease.Target, error) {
+func releaseTarget(ctx context.Context, c ssh.Executor, in DataplaneArgs) (helmrelease.Target, error) {
 	kc, err := c.Read(ctx, adminConf)
 	if err != nil {
 		return helmrelease.Target{}, fmt.Errorf("%s: reading %s: %w", in.Via.Node, adminConf, err)
@@ -329,7 +334,7 @@ func releaseTarget(ctx context.Context, c *ssh.Client, in DataplaneArgs) (helmre
 	return helmrelease.Target{Kubeconfig: kc, Dial: c.DialContext, Namespace: in.Namespace, Release: in.Release}, nil
 }
 
-func getRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs) (helmrelease.Live, error) {
+func getRelease(ctx context.Context, c ssh.Executor, in DataplaneArgs) (helmrelease.Live, error) {
 	t, err := releaseTarget(ctx, c, in)
 	if err != nil {
 		return helmrelease.Live{}, err
@@ -414,7 +419,7 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 // repairAndWaitNetwork restarts the agents of nodes that lost their pod
 // network (unless the release was just applied, which rolled them all) and
 // waits until every agent is ready and every node Ready.
-func repairAndWaitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs, live DataplaneState, applied bool) error {
+func repairAndWaitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs, live DataplaneState, applied bool) error {
 	if !applied && len(live.NetworkNotReady) > 0 {
 		if err := restartAgents(ctx, c, in, live.NetworkNotReady); err != nil {
 			return err
@@ -423,7 +428,7 @@ func repairAndWaitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs, 
 	return waitNetwork(ctx, c, in)
 }
 
-func restoreKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+func restoreKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
 		"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
 		return err
@@ -433,7 +438,7 @@ func restoreKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) erro
 
 // readDataplaneSettled reads, giving an API that is restarting (a
 // regenerated manifest, a moved VIP) a minute to answer.
-func readDataplaneSettled(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, string, error) {
+func readDataplaneSettled(ctx context.Context, c ssh.Executor, in DataplaneArgs) (DataplaneState, string, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, status, err := readDataplane(ctx, c, in)
@@ -448,12 +453,12 @@ func readDataplaneSettled(ctx context.Context, c *ssh.Client, in DataplaneArgs) 
 	}
 }
 
-func reread(ctx context.Context, c *ssh.Client, in DataplaneArgs) (DataplaneState, error) {
+func reread(ctx context.Context, c ssh.Executor, in DataplaneArgs) (DataplaneState, error) {
 	st, _, err := readDataplane(ctx, c, in)
 	return st, err
 }
 
-func applyRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs, what string) error {
+func applyRelease(ctx context.Context, c ssh.Executor, in DataplaneArgs, what string) error {
 	ch, err := in.chart().Load()
 	if err != nil {
 		return err
@@ -475,7 +480,7 @@ func applyRelease(ctx context.Context, c *ssh.Client, in DataplaneArgs, what str
 // waitKubeProxy waits until the DaemonSet has an available pod on every
 // node: Cilium's replacement must not be turned off before kube-proxy
 // serves Services.
-func waitKubeProxy(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+func waitKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	cmd := kubectl + ` -n kube-system get daemonset/kube-proxy -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}'`
 	deadline := time.Now().Add(in.timeout())
 	last := ""

@@ -32,7 +32,7 @@ const detachedBound = 15 * time.Minute
 //
 // The wait ignores cancellation (the user's first Ctrl-C lets running
 // node steps finish); the bound still applies.
-func runDetached(ctx context.Context, c *ssh.Client, node, name, what, cmd string) (string, error) {
+func runDetached(ctx context.Context, c ssh.Executor, node, name, what, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
 	defer cancel()
 	d := runsDir + "/" + name
@@ -61,7 +61,7 @@ echo started`
 }
 
 // awaitDetached polls for the run's exit code, then collects (removes) it.
-func awaitDetached(ctx context.Context, c *ssh.Client, node, what, d string) (string, error) {
+func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (string, error) {
 	poll := `d=` + quote(d) + `
 if [ -f "$d/rc" ]; then echo "rc=$(cat "$d/rc")"; cat "$d/out" 2>/dev/null
 elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running

@@ -72,7 +72,7 @@ func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) e
 
 // etcdThrough is a client of the node's own etcd member through the SSH
 // connection (infra/etcdclient, shared with the CLI's etcd commands).
-func etcdThrough(ctx context.Context, c *ssh.Client) (*clientv3.Client, error) {
+func etcdThrough(ctx context.Context, c ssh.Executor) (*clientv3.Client, error) {
 	return etcdclient.ThroughSSH(ctx, c)
 }
 
@@ -135,23 +135,37 @@ func (EtcdMembers) Create(ctx context.Context, req infer.CreateRequest[EtcdMembe
 	return infer.CreateResponse[EtcdMembersState]{ID: "etcd", Output: st}, err
 }
 
+// etcdMembersRead keeps the last known members whatever kept etcd from
+// being read. The list is the cluster's, read through whichever of the
+// latest inputs' nodes answers: a node refusing the key is refusing the
+// current key too, and says nothing about the members; and Update converges
+// from a list it reads itself.
+var etcdMembersRead = keepLastState[EtcdMembersState]()
+
 func (EtcdMembers) Read(ctx context.Context, req infer.ReadRequest[EtcdMembersArgs, EtcdMembersState]) (infer.ReadResponse[EtcdMembersArgs, EtcdMembersState], error) {
 	ctx = reading(ctx)
-	st := req.State
 	// The latest inputs' nodes: which nodes etcd is reached through is no
 	// change (Diff ignores it), so the state may hold an older list.
 	via := req.Inputs.Via
 	if len(via) == 0 {
-		via = st.Via
+		via = req.State.Via
 	}
-	err := withEtcd(ctx, via, func(cli *clientv3.Client) error {
+	st, err := readAny(ctx, "etcd", via, req.State, etcdMembersRead, func(c ssh.Executor) (EtcdMembersState, error) {
+		st := req.State
+		cli, err := etcdThrough(ctx, c)
+		if err != nil {
+			return st, unanswered(err)
+		}
+		defer cli.Close()
 		ms, err := readMembers(ctx, cli, false)
+		if err != nil {
+			return st, unanswered(err)
+		}
 		st.Live = plain(ms)
-		return err
+		return st, nil
 	})
 	if err != nil {
-		p.GetLogger(ctx).Warningf("etcd unreachable, keeping the last known members: %v", err)
-		st = req.State
+		return infer.ReadResponse[EtcdMembersArgs, EtcdMembersState]{}, err
 	}
 	return infer.ReadResponse[EtcdMembersArgs, EtcdMembersState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
@@ -162,19 +176,30 @@ func sortedMembers(ms []EtcdMember) []EtcdMember {
 	return out
 }
 
-func (EtcdMembers) Diff(ctx context.Context, req infer.DiffRequest[EtcdMembersArgs, EtcdMembersState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	want := sortedMembers(req.Inputs.Members)
-	if !slices.Equal(want, sortedMembers(req.State.Live)) || !slices.Equal(want, sortedMembers(req.State.Members)) {
-		d["members"] = p.PropertyDiff{Kind: p.Update}
+// membersDiffer reports whether a member list is other than declared.
+func membersDiffer(in EtcdMembersArgs, ms []EtcdMember) bool {
+	return !slices.Equal(sortedMembers(in.Members), sortedMembers(ms))
+}
+
+// etcdMembersChanges: the members change when etcd's live list or the
+// last declaration differs from the declaration. Only the live list
+// costs etcd a change: a declaration that came to match it (a member's
+// new peer URL already in place) is recorded, nothing more.
+func etcdMembersChanges(in EtcdMembersArgs, st EtcdMembersState) changeSet {
+	d := changeSet{}
+	if membersDiffer(in, st.Live) || membersDiffer(in, st.Members) {
+		d.update("members")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return d
+}
+
+func (EtcdMembers) Diff(ctx context.Context, req infer.DiffRequest[EtcdMembersArgs, EtcdMembersState]) (infer.DiffResponse, error) {
+	return etcdMembersChanges(req.Inputs, req.State).diff(false), nil
 }
 
 func (EtcdMembers) Update(ctx context.Context, req infer.UpdateRequest[EtcdMembersArgs, EtcdMembersState]) (infer.UpdateResponse[EtcdMembersState], error) {
 	st := EtcdMembersState{EtcdMembersArgs: req.Inputs, Live: req.Inputs.Members}
-	want := sortedMembers(req.Inputs.Members)
-	if req.DryRun || slices.Equal(want, sortedMembers(req.State.Live)) {
+	if req.DryRun || !membersDiffer(req.Inputs, req.State.Live) {
 		if !req.DryRun {
 			st.Live = req.State.Live
 		}

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -71,51 +71,61 @@ func writeFile(ctx context.Context, a FileArgs) error {
 	return err
 }
 
+// fileRead: a file on a node refusing the key reads as absent, so the up
+// writes it as declared with the current key.
+var fileRead = keepOrRecheck(func(st FileState) FileState {
+	st.Sha256, st.LiveMode = "", 0
+	return st
+})
+
 func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]) (infer.ReadResponse[FileArgs, FileState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	c, err := dial(ctx, st.Connection)
-	if err != nil {
-		if !unreachable(ctx, st.Connection.Node, err) {
-			st.Sha256, st.LiveMode = "", 0
+	st, err := readNode(ctx, req.State.Connection, req.State, fileRead, func(c ssh.Executor) (FileState, error) {
+		st := req.State
+		out, code, err := query(ctx, c, "stat -c %a "+quote(st.Path)+" && sha256sum "+quote(st.Path))
+		if err != nil {
+			return st, err
 		}
-		return infer.ReadResponse[FileArgs, FileState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	out, code, err := query(ctx, c, "stat -c %a "+quote(st.Path)+" && sha256sum "+quote(st.Path))
+		st.Sha256, st.LiveMode = "", 0
+		if code == 0 {
+			lines := strings.Fields(out)
+			if len(lines) >= 2 {
+				m, _ := strconv.ParseInt(lines[0], 8, 32)
+				st.LiveMode, st.Sha256 = int(m), lines[1]
+			}
+		}
+		return st, nil
+	})
 	if err != nil {
 		return infer.ReadResponse[FileArgs, FileState]{}, err
-	}
-	st.Sha256, st.LiveMode = "", 0
-	if code == 0 {
-		lines := strings.Fields(out)
-		if len(lines) >= 2 {
-			m, _ := strconv.ParseInt(lines[0], 8, 32)
-			st.LiveMode, st.Sha256 = int(m), lines[1]
-		}
 	}
 	return infer.ReadResponse[FileArgs, FileState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
-// Diff compares what should be on the node with what was last seen there:
-// content and mode against the live checksum and mode, so drift made on
-// the node is repaired even when the inputs did not change.
-func (File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// fileChanges compares what should be on the node with what was last seen
+// there: content and mode against the live checksum and mode, so drift
+// made on the node is repaired even when the inputs did not change. Only
+// content and mode cost a write; a changed connection alone (a new key, a
+// re-addressed node) does not touch the node.
+func fileChanges(in FileArgs, st FileState) changeSet {
+	d := changeSet{}
 	if in.Connection.Node != st.Connection.Node || in.Path != st.Path {
-		d["path"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("path")
 	}
 	if sum(in.Content) != st.Sha256 {
-		d["content"] = p.PropertyDiff{Kind: p.Update}
+		d.update("content")
 	}
 	if in.Mode != st.LiveMode {
-		d["mode"] = p.PropertyDiff{Kind: p.Update}
+		d.update("mode")
 	}
-	if in.Connection != st.Connection && d["path"].Kind == "" {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	if in.Connection != st.Connection && !d.has("path") {
+		d.update("connection")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+	return d
+}
+
+func (File) Diff(ctx context.Context, req infer.DiffRequest[FileArgs, FileState]) (infer.DiffResponse, error) {
+	return fileChanges(req.Inputs, req.State).diff(true), nil
 }
 
 func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileState]) (infer.UpdateResponse[FileState], error) {
@@ -123,10 +133,7 @@ func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileSt
 	if req.DryRun {
 		return infer.UpdateResponse[FileState]{Output: st}, nil
 	}
-	old := req.State
-	// Only content or mode drift costs a write; a changed connection alone
-	// (a new key, a re-addressed node) does not touch the node.
-	if sum(req.Inputs.Content) != old.Sha256 || req.Inputs.Mode != old.LiveMode {
+	if fileChanges(req.Inputs, req.State).has("content", "mode") {
 		if err := writeFile(ctx, req.Inputs); err != nil {
 			return infer.UpdateResponse[FileState]{}, err
 		}

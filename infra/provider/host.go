@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -103,12 +102,16 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 }
 
 func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
-	st := HostState{HostArgs: in, Versions: map[string]string{}}
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
-		return st, err
+		return HostState{HostArgs: in, Versions: map[string]string{}}, err
 	}
 	defer c.Close()
+	return factsOf(ctx, c, in)
+}
+
+func factsOf(ctx context.Context, c ssh.Executor, in HostArgs) (HostState, error) {
+	st := HostState{HostArgs: in, Versions: map[string]string{}}
 	st.HostKey = c.HostKey()
 	script := factsScript
 	for _, cmd := range in.Requires {
@@ -153,7 +156,7 @@ func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
 
 // joinedAs is the node name the machine's kubelet holds a client
 // certificate for: the rotating one, else the one kubelet.conf embeds.
-func joinedAs(ctx context.Context, c *ssh.Client) string {
+func joinedAs(ctx context.Context, c ssh.Executor) string {
 	if data, err := c.Read(ctx, "/var/lib/kubelet/pki/kubelet-client-current.pem"); err == nil {
 		if name := pki.NodeNameOf(data); name != "" {
 			return name
@@ -238,18 +241,25 @@ func (st HostState) hasMAC(mac string) bool {
 	return false
 }
 
+// hostRead fails the refresh on a changed host key: a new host key is a
+// different machine, or an attack, and no refresh may go on as if nothing
+// happened. Anything else keeps the last facts, a refused key and a facts
+// query cut off included: Host changes nothing on the node, a new key in
+// the inventory is a connection change to hostChanges already, and Update
+// reads every fact afresh before it checks them.
+var hostRead = readPolicy[HostState]{Unreachable: keepLast, KeyRefused: keepLast, HostKeyChanged: failRead, NotAnswered: keepLast}
+
 func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]) (infer.ReadResponse[HostArgs, HostState], error) {
 	ctx = reading(ctx)
-	st, err := readFacts(ctx, req.State.HostArgs)
-	var changed *ssh.HostKeyChangedError
-	if errors.As(err, &changed) {
-		// Not "unreachable": a new host key is a different machine, or an
-		// attack, and no refresh may go on as if nothing happened.
-		return infer.ReadResponse[HostArgs, HostState]{}, err
-	}
+	st, err := readNode(ctx, req.State.Connection, req.State, hostRead, func(c ssh.Executor) (HostState, error) {
+		st, err := factsOf(ctx, c, req.State.HostArgs)
+		if err != nil {
+			return st, unanswered(err)
+		}
+		return st, nil
+	})
 	if err != nil {
-		unreachable(ctx, req.State.Connection.Node, err)
-		st = req.State
+		return infer.ReadResponse[HostArgs, HostState]{}, err
 	}
 	st.ConvergedHostKey = req.State.ConvergedHostKey
 	if st.ConvergedHostKey == "" {
@@ -261,32 +271,41 @@ func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]
 
 // Diff shows a hardware change on this node alone: a declared address or
 // MAC that differs from the last one seen live.
-func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// hostChanges shows a hardware change on this node alone: a declared
+// address or MAC that differs from the last one seen live. A machine that
+// is another cluster's or another node's is no change to make: it is an
+// error that stops the preview, naming it, before anything else.
+func hostChanges(in HostArgs, st HostState) (changeSet, error) {
+	d := changeSet{}
 	if in.Address != st.Address || !slices.Contains(st.Addresses, in.Address) {
-		d["address"] = p.PropertyDiff{Kind: p.Update}
+		d.update("address")
 	}
 	if in.MAC != st.MAC || (in.MAC != "" && !st.hasMAC(in.MAC)) {
-		d["mac"] = p.PropertyDiff{Kind: p.Update}
+		d.update("mac")
 	}
 	if in.Connection != st.Connection {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+		d.update("connection")
 	}
 	if st.ConvergedHostKey != "" && st.HostKey != st.ConvergedHostKey {
-		d["hostKey"] = p.PropertyDiff{Kind: p.Update}
+		d.update("hostKey")
 	}
 	if !slices.Equal(in.Requires, st.Requires) || len(st.Missing) > 0 {
-		d["requires"] = p.PropertyDiff{Kind: p.Update}
+		d.update("requires")
 	}
-	// Not a change to make: a machine that is another cluster's or
-	// another node's stops the preview, naming it, before anything else.
 	live := st
 	live.HostArgs = in
 	if problems := live.identityProblems(); len(problems) > 0 {
-		return infer.DiffResponse{}, wrongMachine(in.Connection.Node, problems)
+		return nil, wrongMachine(in.Connection.Node, problems)
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return d, nil
+}
+
+func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]) (infer.DiffResponse, error) {
+	d, err := hostChanges(req.Inputs, req.State)
+	if err != nil {
+		return infer.DiffResponse{}, err
+	}
+	return d.diff(false), nil
 }
 
 func (Host) Update(ctx context.Context, req infer.UpdateRequest[HostArgs, HostState]) (infer.UpdateResponse[HostState], error) {

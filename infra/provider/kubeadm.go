@@ -60,7 +60,7 @@ const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metad
 
 // readClusterUID is the cluster's identity, read through a node whose
 // admin.conf the API answers to; "" when the API does not say.
-func readClusterUID(ctx context.Context, c *ssh.Client) string {
+func readClusterUID(ctx context.Context, c ssh.Executor) string {
 	out, code, err := query(ctx, c, clusterUIDCmd)
 	if err != nil || code != 0 {
 		return ""
@@ -114,7 +114,7 @@ rm -rf "$b"`
 // uninterrupted lets a command finish when the user cancels an up:
 // killing it half-way leaves a node that needs a reset. A bound still
 // applies, so a hung command cannot hold the run forever.
-func mustFinish(ctx context.Context, c *ssh.Client, node, what, cmd string) (string, error) {
+func mustFinish(ctx context.Context, c ssh.Executor, node, what, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
 	defer cancel()
 	return must(ctx, c, node, what, cmd)
@@ -220,7 +220,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	return nil
 }
 
-func uploadConfig(ctx context.Context, c *ssh.Client, node, configPath string) error {
+func uploadConfig(ctx context.Context, c ssh.Executor, node, configPath string) error {
 	_, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(configPath))
 	return err
 }
@@ -252,53 +252,66 @@ type liveCluster struct {
 	clusterUID string
 }
 
+// clusterSeen is what one node told of the cluster.
+type clusterSeen struct {
+	live liveCluster
+	// checked: the node was looked at, or may be anything now.
+	checked bool
+}
+
+// clusterSearch asks each node in turn where the cluster runs. A node that
+// does not answer says nothing either way. One that refuses the key may be
+// anything by now (every machine rebuilt): counted as looked at, it lets
+// Initialized go false when no other node has the cluster, and the init is
+// then due, which looks for the cluster on every node before it runs.
+var clusterSearch = keepOrRecheck(func(clusterSeen) clusterSeen { return clusterSeen{checked: true} })
+
 // clusterExists looks for the cluster on the bootstrap node, then on its
 // peers, and returns admin.conf and the cluster's identity from where it
 // runs. known is false when nothing could be checked (every node
 // unreachable: keep the last state).
 func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, known bool) {
 	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
-		c, err := dial(ctx, conn)
-		if err != nil {
-			if !unreachable(ctx, conn.Node, err) {
-				known = true
-			}
-			continue
-		}
-		known = true
 		check := initState()
 		if i > 0 {
 			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo " + nodefacts.StateSetUp + "; else echo " + nodefacts.StateNone + "; fi"
 		}
-		out, _, err := query(ctx, c, check)
-		if err == nil && strings.TrimSpace(out) == nodefacts.StateSetUp {
-			kc, rerr := c.Read(ctx, adminConf)
-			if rerr == nil {
-				live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
-				c.Close()
-				return live, true
+		// Its read never fails: a node that cannot tell is one without
+		// the cluster.
+		seen, _ := readNode(ctx, conn, clusterSeen{}, clusterSearch, func(c ssh.Executor) (clusterSeen, error) {
+			seen := clusterSeen{checked: true}
+			out, _, err := query(ctx, c, check)
+			if err == nil && strings.TrimSpace(out) == nodefacts.StateSetUp {
+				if kc, err := c.Read(ctx, adminConf); err == nil {
+					seen.live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
+				}
 			}
-			c.Close()
-			continue
+			return seen, nil
+		})
+		known = known || seen.checked
+		if seen.live.adminKubeconfig != "" {
+			return seen.live, true
 		}
-		c.Close()
 	}
 	return liveCluster{}, known
 }
 
-// Diff: another bootstrap node (a reordered inventory) is no change; the
-// cluster's configuration and whether it exists are.
-func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitArgs, KubeadmInitState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
-	// Never replace: a second init would be a second cluster.
+// initChanges: another bootstrap node (a reordered inventory) is no
+// change; the cluster's configuration and whether it exists are. Never a
+// replacement: a second init would be a second cluster.
+func initChanges(in KubeadmInitArgs, st KubeadmInitState) changeSet {
+	d := changeSet{}
 	if in.ConfigSha != st.ConfigSha {
-		d["configSha"] = p.PropertyDiff{Kind: p.Update}
+		d.update("configSha")
 	}
 	if !st.Initialized {
-		d["initialized"] = p.PropertyDiff{Kind: p.Update}
+		d.update("initialized")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return d
+}
+
+func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitArgs, KubeadmInitState]) (infer.DiffResponse, error) {
+	return initChanges(req.Inputs, req.State).diff(false), nil
 }
 
 func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmInitArgs, KubeadmInitState]) (infer.UpdateResponse[KubeadmInitState], error) {
@@ -312,11 +325,12 @@ func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmIn
 		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 	}
-	if !old.Initialized {
+	d := initChanges(in, old)
+	if d.has("initialized") {
 		err := bootstrap(ctx, in, &st)
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
 	}
-	if in.ConfigSha != old.ConfigSha {
+	if d.has("configSha") {
 		// The cluster keeps its ClusterConfiguration in kubeadm-config;
 		// later joins and upgrades read it from there.
 		for _, conn := range append([]Connection{in.Connection}, in.Peers...) {
@@ -458,7 +472,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 
 // settleDetached waits for (or collects) a detached run of name left by an
 // earlier up; nothing when there is none.
-func settleDetached(ctx context.Context, c *ssh.Client, node, name, what string) error {
+func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) error {
 	d := runsDir + "/" + name
 	out, _, err := query(ctx, c, "test -d "+quote(d)+" && echo pending")
 	if err != nil || strings.TrimSpace(out) != "pending" {
@@ -474,7 +488,7 @@ func settleDetached(ctx context.Context, c *ssh.Client, node, name, what string)
 // resetPartial undoes what an interrupted kubeadm run left, unless that
 // would destroy something live: a healthy etcd member (its removal is
 // checked against quorum and needs consent) or a Ready Node's kubelet.
-func resetPartial(ctx context.Context, c *ssh.Client, in KubeadmJoinArgs) error {
+func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
 	cl, clNode, err := clusterClient(ctx, in.Via, in.Peers)
 	if err == nil {
@@ -524,7 +538,7 @@ func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
 
 // clusterClient connects to a control-plane node whose admin.conf the API
 // answers to: via, else the first peer that does.
-func clusterClient(ctx context.Context, via Connection, peers []Connection) (*ssh.Client, string, error) {
+func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh.Executor, string, error) {
 	var problems []string
 	for _, conn := range append([]Connection{via}, peers...) {
 		if conn.Host == "" {
@@ -546,7 +560,7 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (*ss
 
 // nodeReady reports whether the cluster has a Node of that name reporting
 // Ready.
-func nodeReady(ctx context.Context, c *ssh.Client, node string) (bool, error) {
+func nodeReady(ctx context.Context, c ssh.Executor, node string) (bool, error) {
 	out, code, err := query(ctx, c, kubectl+" get node "+quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`)
 	if err != nil {
 		return false, err
@@ -557,51 +571,62 @@ func nodeReady(ctx context.Context, c *ssh.Client, node string) (bool, error) {
 	return strings.TrimSpace(out) == "True", nil
 }
 
+// joinRead: a node refusing the key reads as not joined, so the join
+// runs with the current key, and it looks first: a member already set up
+// is adopted, a half-done one reset only where that destroys nothing live.
+var joinRead = keepOrRecheck(func(st KubeadmJoinState) KubeadmJoinState {
+	st.Joined = false
+	return st
+})
+
 func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	st.Via = currentVia(st.Via, req.Inputs.Via)
-	c, err := dial(ctx, st.Connection)
-	if err != nil {
-		if !unreachable(ctx, st.Connection.Node, err) {
-			st.Joined = false
+	last := req.State
+	last.Via = currentVia(last.Via, req.Inputs.Via)
+	st, err := readNode(ctx, last.Connection, last, joinRead, func(c ssh.Executor) (KubeadmJoinState, error) {
+		st := last
+		out, _, err := query(ctx, c, st.memberCheck())
+		if err != nil {
+			return st, err
 		}
-		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	out, _, err := query(ctx, c, st.memberCheck())
+		st.Joined = strings.TrimSpace(out) == nodefacts.StateSetUp
+		return st, nil
+	})
 	if err != nil {
 		return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{}, err
 	}
-	st.Joined = strings.TrimSpace(out) == nodefacts.StateSetUp
 	return infer.ReadResponse[KubeadmJoinArgs, KubeadmJoinState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
-// Diff: through which node the cluster is reached (via, peers) is a means,
-// not the node's membership, and never a change.
-func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// joinChanges: through which node the cluster is reached (via, peers) is
+// a means, not the node's membership, and never a change. Only a node not
+// joined costs a join.
+func joinChanges(in KubeadmJoinArgs, st KubeadmJoinState) changeSet {
+	d := changeSet{}
 	if in.ControlPlane != st.ControlPlane {
-		d["controlPlane"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("controlPlane")
 	}
 	if !st.Joined {
-		d["joined"] = p.PropertyDiff{Kind: p.Update}
+		d.update("joined")
 	}
 	// A new join config (a label, a taint) matters to a node not yet
 	// joined; labels and taints of joined nodes are NodeMeta's job.
 	if in.ConfigSha != st.ConfigSha {
-		d["configSha"] = p.PropertyDiff{Kind: p.Update}
+		d.update("configSha")
 	}
 	if in.Connection != st.Connection {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+		d.update("connection")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+	return d
+}
+
+func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.DiffResponse, error) {
+	return joinChanges(req.Inputs, req.State).diff(true), nil
 }
 
 func (KubeadmJoin) Update(ctx context.Context, req infer.UpdateRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.UpdateResponse[KubeadmJoinState], error) {
 	st := KubeadmJoinState{KubeadmJoinArgs: req.Inputs, Joined: true}
-	if req.DryRun || req.State.Joined {
+	if req.DryRun || !joinChanges(req.Inputs, req.State).has("joined") {
 		return infer.UpdateResponse[KubeadmJoinState]{Output: st}, nil
 	}
 	return infer.UpdateResponse[KubeadmJoinState]{Output: st}, runJoin(ctx, req.Inputs)

@@ -27,7 +27,7 @@ import (
 
 // apiClient reaches the API through the SSH connection with the node's
 // admin.conf.
-func apiClient(ctx context.Context, c *ssh.Client, node string) (kubernetes.Interface, error) {
+func apiClient(ctx context.Context, c ssh.Executor, node string) (kubernetes.Interface, error) {
 	kc, err := c.Read(ctx, adminConf)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading %s: %w", node, adminConf, err)
@@ -134,7 +134,7 @@ func networkStatus(ctx context.Context, cs kubernetes.Interface, ns string, want
 // waitNetwork waits until the pod network is up (networkStatus), and
 // otherwise fails naming every node that is not Ready with its own
 // condition and its agent's state.
-func waitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
+func waitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	cs, err := apiClient(ctx, c, in.Via.Node)
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func waitNetwork(ctx context.Context, c *ssh.Client, in DataplaneArgs) error {
 
 // restartAgents deletes the Cilium agent pods on nodes: their DaemonSet
 // starts new ones, which write the CNI configuration again.
-func restartAgents(ctx context.Context, c *ssh.Client, in DataplaneArgs, nodes []string) error {
+func restartAgents(ctx context.Context, c ssh.Executor, in DataplaneArgs, nodes []string) error {
 	cs, err := apiClient(ctx, c, in.Via.Node)
 	if err != nil {
 		return err

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
 // NodeMeta keeps a Node's labels and taints as the inventory declares them,
@@ -68,12 +69,8 @@ func (NodeMeta) Create(ctx context.Context, req infer.CreateRequest[NodeMetaArgs
 	return infer.CreateResponse[NodeMetaState]{ID: in.Node, Output: st}, applyMeta(ctx, in, NodeMetaArgs{})
 }
 
-func readNode(ctx context.Context, in NodeMetaArgs) (*nodeJSON, error) {
-	c, err := dial(ctx, in.Via)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+// getNode reads the Node; nil when the cluster has none of that name.
+func getNode(ctx context.Context, c ssh.Executor, in NodeMetaArgs) (*nodeJSON, error) {
 	out, code, err := query(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json --ignore-not-found")
 	if err != nil {
 		return nil, err
@@ -153,30 +150,44 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	return err
 }
 
+// nodeMetaRead: labels and taints read through a node refusing the key
+// are unknown, so the up applies them again (an idempotent overwrite). A
+// Node that cannot be read at all keeps its last known labels, whatever
+// went wrong on the way (the API down while Via is rebuilt, a reply that
+// does not parse): none of that says the labels went.
+var nodeMetaRead = keepOrRecheck(func(st NodeMetaState) NodeMetaState {
+	st.LiveLabels, st.LiveTaints = nil, nil
+	return st
+})
+
 func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, NodeMetaState]) (infer.ReadResponse[NodeMetaArgs, NodeMetaState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	st.Via = currentVia(st.Via, req.Inputs.Via)
-	n, err := readNode(ctx, st.NodeMetaArgs)
+	last := req.State
+	last.Via = currentVia(last.Via, req.Inputs.Via)
+	st, err := readNode(ctx, last.Via, last, nodeMetaRead, func(c ssh.Executor) (NodeMetaState, error) {
+		st := last
+		n, err := getNode(ctx, c, st.NodeMetaArgs)
+		if err != nil {
+			return st, unanswered(err)
+		}
+		st.LiveLabels, st.LiveTaints = map[string]string{}, nil
+		if n != nil {
+			for k := range st.Labels {
+				if v, ok := n.Metadata.Labels[k]; ok {
+					st.LiveLabels[k] = v
+				}
+			}
+			for _, t := range n.Spec.Taints {
+				lt := Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
+				if slices.Contains(st.Taints, lt) {
+					st.LiveTaints = append(st.LiveTaints, lt)
+				}
+			}
+		}
+		return st, nil
+	})
 	if err != nil {
-		if !unreachable(ctx, st.Via.Node, err) {
-			st.LiveLabels, st.LiveTaints = nil, nil
-		}
-		return infer.ReadResponse[NodeMetaArgs, NodeMetaState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	st.LiveLabels, st.LiveTaints = map[string]string{}, nil
-	if n != nil {
-		for k := range st.Labels {
-			if v, ok := n.Metadata.Labels[k]; ok {
-				st.LiveLabels[k] = v
-			}
-		}
-		for _, t := range n.Spec.Taints {
-			lt := Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
-			if slices.Contains(st.Taints, lt) {
-				st.LiveTaints = append(st.LiveTaints, lt)
-			}
-		}
+		return infer.ReadResponse[NodeMetaArgs, NodeMetaState]{}, err
 	}
 	return infer.ReadResponse[NodeMetaArgs, NodeMetaState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
@@ -190,32 +201,36 @@ func taintKeys(ts []Taint) []string {
 	return out
 }
 
-func (NodeMeta) Diff(ctx context.Context, req infer.DiffRequest[NodeMetaArgs, NodeMetaState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// nodeMetaChanges compares the declaration with both the Node's live
+// values and the last declaration: a label edited away by hand comes back,
+// and one dropped from the inventory is removed (applyMeta needs the old
+// declaration for that). A new machine registers a new Node, which lacks
+// the labels a kubelet may not set itself.
+func nodeMetaChanges(in NodeMetaArgs, st NodeMetaState) changeSet {
+	d := changeSet{}
 	if in.Node != st.Node {
-		d["node"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("node")
 	}
 	if !maps.Equal(in.Labels, st.LiveLabels) || !maps.Equal(in.Labels, st.Labels) {
-		d["labels"] = p.PropertyDiff{Kind: p.Update}
+		d.update("labels")
 	}
 	if !slices.Equal(taintKeys(in.Taints), taintKeys(st.LiveTaints)) || !slices.Equal(taintKeys(in.Taints), taintKeys(st.Taints)) {
-		d["taints"] = p.PropertyDiff{Kind: p.Update}
+		d.update("taints")
 	}
 	if in.Machine != st.Machine {
-		d["machine"] = p.PropertyDiff{Kind: p.Update}
+		d.update("machine")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d}, nil
+	return d
+}
+
+func (NodeMeta) Diff(ctx context.Context, req infer.DiffRequest[NodeMetaArgs, NodeMetaState]) (infer.DiffResponse, error) {
+	return nodeMetaChanges(req.Inputs, req.State).diff(false), nil
 }
 
 func (NodeMeta) Update(ctx context.Context, req infer.UpdateRequest[NodeMetaArgs, NodeMetaState]) (infer.UpdateResponse[NodeMetaState], error) {
 	in, old := req.Inputs, req.State
 	st := NodeMetaState{NodeMetaArgs: in, LiveLabels: in.Labels, LiveTaints: in.Taints}
-	if req.DryRun {
-		return infer.UpdateResponse[NodeMetaState]{Output: st}, nil
-	}
-	if in.Machine == old.Machine && maps.Equal(in.Labels, old.LiveLabels) && maps.Equal(in.Labels, old.Labels) &&
-		slices.Equal(taintKeys(in.Taints), taintKeys(old.LiveTaints)) && slices.Equal(taintKeys(in.Taints), taintKeys(old.Taints)) {
+	if req.DryRun || !nodeMetaChanges(in, old).has("labels", "taints", "machine") {
 		return infer.UpdateResponse[NodeMetaState]{Output: st}, nil
 	}
 	return infer.UpdateResponse[NodeMetaState]{Output: st}, applyMeta(ctx, in, old.NodeMetaArgs)
@@ -282,45 +297,58 @@ func (Manifest) Create(ctx context.Context, req infer.CreateRequest[ManifestArgs
 	return infer.CreateResponse[ManifestState]{ID: id, Output: st}, applyManifest(ctx, req.Inputs)
 }
 
+// manifestRead: an object read through a node refusing the key is
+// unknown, so the up applies it again (kubectl apply of the same content
+// changes nothing). An API that does not answer keeps the last state: the
+// object is the cluster's, not the node's, and a control plane being
+// repaired says nothing about it.
+var manifestRead = keepOrRecheck(func(st ManifestState) ManifestState {
+	st.Exists = false
+	return st
+})
+
 func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, ManifestState]) (infer.ReadResponse[ManifestArgs, ManifestState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	st.Via = currentVia(st.Via, req.Inputs.Via)
-	c, err := dial(ctx, st.Via)
-	if err != nil {
-		if !unreachable(ctx, st.Via.Node, err) {
-			st.Exists = false
+	last := req.State
+	last.Via = currentVia(last.Via, req.Inputs.Via)
+	st, err := readNode(ctx, last.Via, last, manifestRead, func(c ssh.Executor) (ManifestState, error) {
+		st := last
+		out, code, err := query(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		if err != nil {
+			return st, err
 		}
-		return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	out, code, err := query(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		if code != 0 {
+			return st, unanswered(fmt.Errorf("its API: kubectl exit %d", code))
+		}
+		st.Exists = strings.TrimSpace(out) != ""
+		return st, nil
+	})
 	if err != nil {
 		return infer.ReadResponse[ManifestArgs, ManifestState]{}, err
 	}
-	if code != 0 {
-		unreachable(ctx, st.Via.Node+"'s API", fmt.Errorf("kubectl exit %d", code))
-		return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	st.Exists = strings.TrimSpace(out) != ""
 	return infer.ReadResponse[ManifestArgs, ManifestState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
-func (Manifest) Diff(ctx context.Context, req infer.DiffRequest[ManifestArgs, ManifestState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// manifestChanges: the object is applied again when its content changed
+// or it is gone from the cluster.
+func manifestChanges(in ManifestArgs, st ManifestState) changeSet {
+	d := changeSet{}
 	if in.Kind != st.Kind || in.Name != st.Name || in.Namespace != st.Namespace {
-		d["name"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("name")
 	}
 	if in.Content != st.Content || !st.Exists {
-		d["content"] = p.PropertyDiff{Kind: p.Update}
+		d.update("content")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+	return d
+}
+
+func (Manifest) Diff(ctx context.Context, req infer.DiffRequest[ManifestArgs, ManifestState]) (infer.DiffResponse, error) {
+	return manifestChanges(req.Inputs, req.State).diff(true), nil
 }
 
 func (Manifest) Update(ctx context.Context, req infer.UpdateRequest[ManifestArgs, ManifestState]) (infer.UpdateResponse[ManifestState], error) {
 	st := ManifestState{ManifestArgs: req.Inputs, Exists: true}
-	if req.DryRun || (req.Inputs.Content == req.State.Content && req.State.Exists) {
+	if req.DryRun || !manifestChanges(req.Inputs, req.State).has("content") {
 		return infer.UpdateResponse[ManifestState]{Output: st}, nil
 	}
 	return infer.UpdateResponse[ManifestState]{Output: st}, applyManifest(ctx, req.Inputs)
@@ -330,7 +358,8 @@ func (Manifest) Delete(ctx context.Context, req infer.DeleteRequest[ManifestStat
 	st := req.State
 	c, err := dial(ctx, st.Via)
 	if err != nil {
-		unreachable(ctx, st.Via.Node, err)
+		// Forgetting it loses nothing: the cluster keeps the object.
+		logUnread(ctx, st.Via.Node, err, st.Kind+"/"+st.Name+" is left in the cluster")
 		return infer.DeleteResponse{}, nil
 	}
 	defer c.Close()

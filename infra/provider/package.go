@@ -142,7 +142,7 @@ func (l live) state(in PackageArgs) PackageState {
 	return PackageState{PackageArgs: in, Versions: l.versions, Status: l.status(in), DetectedGPUs: l.gpus.Count()}
 }
 
-func readPackage(ctx context.Context, c *ssh.Client, in PackageArgs) (live, error) {
+func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, error) {
 	out, _, err := query(ctx, c, packageQuery(in))
 	if err != nil {
 		return live{}, fmt.Errorf("%s: reading %s: %w", in.Connection.Node, strings.Join(in.Names, ", "), err)
@@ -239,22 +239,27 @@ func (Package) Create(ctx context.Context, req infer.CreateRequest[PackageArgs])
 	return infer.CreateResponse[PackageState]{ID: id, Output: st}, nil
 }
 
+// packageRead: packages on a node refusing the key read as missing, so the
+// up converges them with the current key (convergePackage reads dpkg
+// first and installs nothing that is there).
+var packageRead = keepOrRecheck(func(st PackageState) PackageState {
+	st.Status = PackageMissing
+	return st
+})
+
 func (Package) Read(ctx context.Context, req infer.ReadRequest[PackageArgs, PackageState]) (infer.ReadResponse[PackageArgs, PackageState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	c, err := dial(ctx, st.Connection)
-	if err != nil {
-		if !unreachable(ctx, st.Connection.Node, err) {
-			st.Status = PackageMissing // re-checked: the install reads dpkg first
+	st, err := readNode(ctx, req.State.Connection, req.State, packageRead, func(c ssh.Executor) (PackageState, error) {
+		l, err := readPackage(ctx, c, req.State.PackageArgs)
+		if err != nil {
+			return req.State, err
 		}
-		return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	l, err := readPackage(ctx, c, st.PackageArgs)
+		return l.state(req.State.PackageArgs), nil
+	})
 	if err != nil {
 		return infer.ReadResponse[PackageArgs, PackageState]{}, err
 	}
-	return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: l.state(st.PackageArgs)}, nil
+	return infer.ReadResponse[PackageArgs, PackageState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
 // Diff compares the pin with what dpkg last reported. A node skipped for
@@ -262,37 +267,36 @@ func (Package) Read(ctx context.Context, req infer.ReadRequest[PackageArgs, Pack
 // declaration itself changed; once a GPU shows up, refresh reads it and the
 // install is due.
 func (Package) Diff(ctx context.Context, req infer.DiffRequest[PackageArgs, PackageState]) (infer.DiffResponse, error) {
-	d := packageDiff(req.Inputs, req.State)
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+	return packageDiff(req.Inputs, req.State).diff(true), nil
 }
 
-func packageDiff(in PackageArgs, st PackageState) map[string]p.PropertyDiff {
-	d := map[string]p.PropertyDiff{}
+func packageDiff(in PackageArgs, st PackageState) changeSet {
+	d := changeSet{}
 	if in.Connection.Node != st.Connection.Node {
-		d["connection"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("connection")
 	} else if in.Connection != st.Connection {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+		d.update("connection")
 	}
 	if !slices.Equal(in.Names, st.Names) {
-		d["names"] = p.PropertyDiff{Kind: p.Update}
+		d.update("names")
 	}
 	if in.Version != st.Version || (st.Status != PackageSkippedNoGPU && st.Status != PackageInstalled) {
-		d["pinnedVersion"] = p.PropertyDiff{Kind: p.Update}
+		d.update("pinnedVersion")
 	}
 	if !equalRepo(in.Repository, st.Repository) {
-		d["repository"] = p.PropertyDiff{Kind: p.Update}
+		d.update("repository")
 	}
 	if in.Restart != st.Restart {
-		d["restart"] = p.PropertyDiff{Kind: p.Update}
+		d.update("restart")
 	}
 	if in.Trigger != st.Trigger {
-		d["trigger"] = p.PropertyDiff{Kind: p.Update}
+		d.update("trigger")
 	}
 	if in.RequireNvidiaGPU != st.RequireNvidiaGPU {
-		d["requireNvidiaGPU"] = p.PropertyDiff{Kind: p.Update}
+		d.update("requireNvidiaGPU")
 	}
 	if in.DeclaredGPUs != st.DeclaredGPUs {
-		d["declaredGPUs"] = p.PropertyDiff{Kind: p.Update}
+		d.update("declaredGPUs")
 	}
 	return d
 }

@@ -42,6 +42,46 @@ func New() (p.Provider, error) {
 		Build()
 }
 
+// resource is the shape of every resource here: created, read back from
+// the nodes, diffed against that live state, updated in place, and
+// documented in the schema.
+type resource[I, O any] interface {
+	infer.CustomResource[I, O]
+	infer.CustomRead[I, O]
+	infer.CustomDiff[I, O]
+	infer.CustomUpdate[I, O]
+	infer.Annotated
+}
+
+// removable is a resource whose removal acts on the nodes (or decides not
+// to, saying why): without a Delete, removal only drops it from the state.
+type removable[I, O any] interface {
+	resource[I, O]
+	infer.CustomDelete[O]
+}
+
+// Each resource's shape, checked by the compiler.
+var (
+	// Host changes nothing on a node: there is nothing to undo.
+	_ resource[HostArgs, HostState] = (*Host)(nil)
+	// A departing control-plane node's member goes with its KubeadmJoin's
+	// delete; the list itself has nothing to undo.
+	_ resource[EtcdMembersArgs, EtcdMembersState] = (*EtcdMembers)(nil)
+
+	_ removable[FileArgs, FileState]                               = (*File)(nil)
+	_ removable[ServiceArgs, ServiceState]                         = (*Service)(nil)
+	_ removable[PackageArgs, PackageState]                         = (*Package)(nil)
+	_ removable[KubeadmInitArgs, KubeadmInitState]                 = (*KubeadmInit)(nil)
+	_ removable[KubeadmJoinArgs, KubeadmJoinState]                 = (*KubeadmJoin)(nil)
+	_ removable[NodeMetaArgs, NodeMetaState]                       = (*NodeMeta)(nil)
+	_ removable[ManifestArgs, ManifestState]                       = (*Manifest)(nil)
+	_ removable[DataplaneArgs, DataplaneState]                     = (*Dataplane)(nil)
+	_ removable[ControlPlaneAddressArgs, ControlPlaneAddressState] = (*ControlPlaneAddress)(nil)
+
+	// The cluster's identity stays known in a preview of a config change.
+	_ infer.ExplicitDependencies[KubeadmInitArgs, KubeadmInitState] = (*KubeadmInit)(nil)
+)
+
 // Serve runs the provider plugin (the engine starts it and talks gRPC).
 func Serve(ctx context.Context) error {
 	prov, err := New()

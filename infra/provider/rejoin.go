@@ -23,7 +23,7 @@ import (
 // gets here, so its old member's data is gone with its old disk; a Ready
 // Node or a healthy member under its name means another machine runs as
 // this node, and nothing is removed without consent.
-func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in KubeadmJoinArgs) error {
+func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
 	name := quote(node)
 	out, code, err := query(ctx, cl, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
@@ -75,7 +75,7 @@ func forgetOldMachine(ctx context.Context, cl *ssh.Client, clNode string, in Kub
 // leaseRenewed watches the node's Lease in kube-node-lease for a little
 // longer than its renew interval (a quarter of its duration, as the kubelet
 // renews it) and reports whether its renewTime moved.
-func leaseRenewed(ctx context.Context, cl *ssh.Client, clNode, node string) (bool, error) {
+func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bool, error) {
 	read := func() (renew string, duration int, err error) {
 		out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
 		if err != nil {

@@ -4,8 +4,9 @@ import (
 	"context"
 	"strings"
 
-	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
 // Service is a systemd unit kept enabled and running. Its live state is
@@ -60,46 +61,58 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	return err
 }
 
+// serviceRead: a unit on a node refusing the key reads as stopped, so the
+// up enables and starts it with the current key (a start of a running unit
+// changes nothing).
+var serviceRead = keepOrRecheck(func(st ServiceState) ServiceState {
+	st.Enabled, st.Active = false, false
+	return st
+})
+
 func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, ServiceState]) (infer.ReadResponse[ServiceArgs, ServiceState], error) {
 	ctx = reading(ctx)
-	st := req.State
-	c, err := dial(ctx, st.Connection)
-	if err != nil {
-		if !unreachable(ctx, st.Connection.Node, err) {
-			st.Enabled, st.Active = false, false
+	st, err := readNode(ctx, req.State.Connection, req.State, serviceRead, func(c ssh.Executor) (ServiceState, error) {
+		st := req.State
+		out, _, err := query(ctx, c, "systemctl is-enabled "+quote(st.Name)+"; systemctl is-active "+quote(st.Name))
+		if err != nil {
+			return st, err
 		}
-		return infer.ReadResponse[ServiceArgs, ServiceState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
-	}
-	defer c.Close()
-	out, _, err := query(ctx, c, "systemctl is-enabled "+quote(st.Name)+"; systemctl is-active "+quote(st.Name))
+		f := strings.Fields(out)
+		st.Enabled = len(f) > 0 && f[0] == "enabled"
+		st.Active = len(f) > 1 && f[1] == "active"
+		return st, nil
+	})
 	if err != nil {
 		return infer.ReadResponse[ServiceArgs, ServiceState]{}, err
 	}
-	f := strings.Fields(out)
-	st.Enabled = len(f) > 0 && f[0] == "enabled"
-	st.Active = len(f) > 1 && f[1] == "active"
 	return infer.ReadResponse[ServiceArgs, ServiceState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
 
-func (Service) Diff(ctx context.Context, req infer.DiffRequest[ServiceArgs, ServiceState]) (infer.DiffResponse, error) {
-	d := map[string]p.PropertyDiff{}
-	in, st := req.Inputs, req.State
+// serviceChanges: a new trigger restarts the unit; a unit found disabled
+// or stopped is enabled and started; a changed connection alone touches
+// nothing.
+func serviceChanges(in ServiceArgs, st ServiceState) changeSet {
+	d := changeSet{}
 	if in.Connection.Node != st.Connection.Node || in.Name != st.Name {
-		d["name"] = p.PropertyDiff{Kind: p.UpdateReplace}
+		d.replace("name")
 	}
 	if in.Trigger != st.Trigger {
-		d["trigger"] = p.PropertyDiff{Kind: p.Update}
+		d.update("trigger")
 	}
 	if !st.Enabled {
-		d["enabled"] = p.PropertyDiff{Kind: p.Update}
+		d.update("enabled")
 	}
 	if !st.Active {
-		d["active"] = p.PropertyDiff{Kind: p.Update}
+		d.update("active")
 	}
-	if in.Connection != st.Connection && d["name"].Kind == "" {
-		d["connection"] = p.PropertyDiff{Kind: p.Update}
+	if in.Connection != st.Connection && !d.has("name") {
+		d.update("connection")
 	}
-	return infer.DiffResponse{HasChanges: len(d) > 0, DetailedDiff: d, DeleteBeforeReplace: true}, nil
+	return d
+}
+
+func (Service) Diff(ctx context.Context, req infer.DiffRequest[ServiceArgs, ServiceState]) (infer.DiffResponse, error) {
+	return serviceChanges(req.Inputs, req.State).diff(true), nil
 }
 
 func (Service) Update(ctx context.Context, req infer.UpdateRequest[ServiceArgs, ServiceState]) (infer.UpdateResponse[ServiceState], error) {
@@ -107,11 +120,11 @@ func (Service) Update(ctx context.Context, req infer.UpdateRequest[ServiceArgs, 
 	if req.DryRun {
 		return infer.UpdateResponse[ServiceState]{Output: st}, nil
 	}
-	old := req.State
-	if req.Inputs.Trigger == old.Trigger && old.Enabled && old.Active {
+	d := serviceChanges(req.Inputs, req.State)
+	if !d.has("trigger", "enabled", "active") {
 		return infer.UpdateResponse[ServiceState]{Output: st}, nil
 	}
-	return infer.UpdateResponse[ServiceState]{Output: st}, converge(ctx, req.Inputs, req.Inputs.Trigger != old.Trigger)
+	return infer.UpdateResponse[ServiceState]{Output: st}, converge(ctx, req.Inputs, d.has("trigger"))
 }
 
 func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]) (infer.DeleteResponse, error) {

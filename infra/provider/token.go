@@ -44,7 +44,7 @@ func tokenSecret(token, node string, now time.Time) ([]byte, error) {
 // createToken makes the node's join token exist, fresh, on via. The token
 // travels on stdin, never on a command line (ps on the node would show
 // it), and `kubectl create` keeps no last-applied copy of it.
-func createToken(ctx context.Context, c *ssh.Client, viaNode, node, token string) error {
+func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token string) error {
 	manifest, err := tokenSecret(token, node, time.Now())
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func createToken(ctx context.Context, c *ssh.Client, viaNode, node, token string
 }
 
 // deleteToken removes the node's join token once its join is over.
-func deleteToken(ctx context.Context, c *ssh.Client, viaNode, token string) error {
+func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) error {
 	id, _, _ := strings.Cut(token, ".")
 	_, err := must(ctx, c, viaNode, "deleting a join token", kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null")
 	return err
@@ -70,7 +70,7 @@ func deleteToken(ctx context.Context, c *ssh.Client, viaNode, token string) erro
 // deleteInitTokens removes the token kubeadm init mints for itself (it
 // always makes one): right after a new cluster's init no other exists, and
 // nothing here uses it, since every join brings its own.
-func deleteInitTokens(ctx context.Context, c *ssh.Client, node string) error {
+func deleteInitTokens(ctx context.Context, c ssh.Executor, node string) error {
 	_, err := must(ctx, c, node, "deleting kubeadm init's bootstrap token",
 		kubectl+" -n kube-system delete secrets --field-selector type="+string(corev1.SecretTypeBootstrapToken)+" >/dev/null")
 	return err

@@ -94,6 +94,13 @@ type Executor interface {
 	// Read returns a file's content; an error wrapping fs.ErrNotExist when
 	// it is absent.
 	Read(ctx context.Context, path string) ([]byte, error)
+	// DialContext opens a connection from the machine to addr, for
+	// services bound to its loopback (etcd) or on its network (the API
+	// behind a VIP the caller cannot route to).
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+	// HostKey is the SHA256 fingerprint of the host key the machine
+	// showed and known_hosts vouched for: who the machine is.
+	HostKey() string
 	Close() error
 }
 

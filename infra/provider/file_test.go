@@ -1,0 +1,243 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// refresh is a Read as a refresh runs it.
+func refresh[I, O any](t *testing.T, ctx context.Context, r infer.CustomRead[I, O], in I, st O) O {
+	t.Helper()
+	resp, err := r.Read(ctx, infer.ReadRequest[I, O]{ID: "id", Inputs: in, State: st})
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return resp.State
+}
+
+// diffKeys are the properties a preview would show as changing.
+func diffKeys[I, O any](t *testing.T, r infer.CustomDiff[I, O], in I, st O) []string {
+	t.Helper()
+	d, err := r.Diff(context.Background(), infer.DiffRequest[I, O]{ID: "id", Inputs: in, State: st})
+	if err != nil {
+		t.Fatalf("diff: %v", err)
+	}
+	if d.HasChanges != (len(d.DetailedDiff) > 0) {
+		t.Errorf("HasChanges %v with %v", d.HasChanges, d.DetailedDiff)
+	}
+	return slices.Sorted(maps.Keys(d.DetailedDiff))
+}
+
+// serveStat answers File's read of path from the node's files, as stat
+// and sha256sum print them.
+func serveStat(n *fakeNode, path string) {
+	n.onFunc("stat -c %a "+quote(path), func(string) (ssh.Result, error) {
+		f, ok := n.files[path]
+		if !ok {
+			return ssh.Result{Stderr: []byte("stat: cannot statx '" + path + "': No such file or directory\n"), ExitCode: 1}, nil
+		}
+		return ssh.Result{Stdout: []byte(fmt.Sprintf("%o\n%s  %s\n", f.mode.Perm(), sum(string(f.content)), path)), ExitCode: 0}, nil
+	})
+}
+
+const sysctlPath = "/etc/sysctl.d/90-homelab.conf"
+
+func sysctlFile(conn Connection) FileArgs {
+	return FileArgs{Connection: conn, Path: sysctlPath, Content: "net.ipv4.ip_forward = 1\n", Mode: 0o644, OnChange: "sysctl -e -p " + sysctlPath}
+}
+
+// A file goes through its life on a node: written and applied once, read
+// back as converged, repaired after an edit on the node, and left alone
+// when only the way to the node changed.
+func TestFileLifecycle(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	cp1 := lab.node("cp-1")
+	serveStat(cp1, sysctlPath)
+	cp1.on("sysctl -e -p", "", 0)
+	in := sysctlFile(lab.conn("cp-1"))
+
+	if _, err := (File{}).Create(ctx, infer.CreateRequest[FileArgs]{Inputs: in, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if cp1.dials != 0 {
+		t.Fatalf("a preview's create reached the node: %v", cp1.events)
+	}
+
+	created, err := (File{}).Create(ctx, infer.CreateRequest[FileArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"upload " + sysctlPath, "run sysctl -e -p " + sysctlPath}; !slices.Equal(cp1.mutations(), want) {
+		t.Errorf("create did %v, want %v", cp1.mutations(), want)
+	}
+	if f := cp1.files[sysctlPath]; string(f.content) != in.Content || f.mode != 0o644 {
+		t.Errorf("on the node: %q mode %o", f.content, f.mode)
+	}
+	if created.ID != "cp-1:"+sysctlPath {
+		t.Errorf("id %q", created.ID)
+	}
+
+	st := refresh(t, ctx, File{}, in, created.Output)
+	if st.Sha256 != sum(in.Content) || st.LiveMode != 0o644 {
+		t.Errorf("read back sha %s mode %o", st.Sha256, st.LiveMode)
+	}
+	if d := diffKeys(t, File{}, in, st); len(d) > 0 {
+		t.Errorf("a converged file shows changes: %v", d)
+	}
+
+	// Edited on the node, and its mode loosened.
+	cp1.put(sysctlPath, "net.ipv4.ip_forward = 0\n", 0o666)
+	st = refresh(t, ctx, File{}, in, st)
+	if d := diffKeys(t, File{}, in, st); !slices.Equal(d, []string{"content", "mode"}) {
+		t.Errorf("drift shows as %v", d)
+	}
+	cp1.reset()
+	if _, err := (File{}).Update(ctx, infer.UpdateRequest[FileArgs, FileState]{Inputs: in, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if f := cp1.files[sysctlPath]; string(f.content) != in.Content || f.mode != 0o644 || len(cp1.mutations()) != 2 {
+		t.Errorf("repair left %q mode %o after %v", f.content, f.mode, cp1.mutations())
+	}
+
+	// A new SSH key: a change of the resource, not of the node.
+	st = refresh(t, ctx, File{}, in, st)
+	rekeyed := in
+	rekeyed.Connection.PrivateKey = "key-2"
+	if d := diffKeys(t, File{}, rekeyed, st); !slices.Equal(d, []string{"connection"}) {
+		t.Errorf("a new key shows as %v", d)
+	}
+	cp1.reset()
+	if _, err := (File{}).Update(ctx, infer.UpdateRequest[FileArgs, FileState]{Inputs: rekeyed, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if cp1.dials != 0 {
+		t.Errorf("a new key alone touched the node: %v", cp1.events)
+	}
+
+	// Another node, or another path: another file.
+	other := in
+	other.Path = "/etc/sysctl.d/91-homelab.conf"
+	if d := diffKeys(t, File{}, other, st); !slices.Equal(d, []string{"path"}) {
+		t.Errorf("another path shows as %v", d)
+	}
+}
+
+func TestFileApplyFails(t *testing.T) {
+	lab := newFakeLab(t)
+	cp1 := lab.node("cp-1")
+	cp1.onFunc("sysctl -e -p", func(string) (ssh.Result, error) {
+		return ssh.Result{Stderr: []byte("sysctl: cannot stat /proc/sys/net/ipv4/ip_forwrd: No such file or directory\n"), ExitCode: 255}, nil
+	})
+	_, err := (File{}).Create(lab.ctx(), infer.CreateRequest[FileArgs]{Inputs: sysctlFile(lab.conn("cp-1"))})
+	if err == nil || !strings.Contains(err.Error(), "cp-1") || !strings.Contains(err.Error(), "ip_forwrd") {
+		t.Errorf("a failed apply: %v", err)
+	}
+}
+
+// What a File's refresh records for a node it cannot read (fileRead).
+func TestFileReadUnreadable(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		dialErr error
+		keep    bool
+	}{
+		{"off or moved: last known state", unreachableErr("cp-1"), true},
+		{"refuses the key: unknown, so written again", keyRefusedErr("cp-1"), false},
+		{"host key changed: last known state (Host fails the refresh)", hostKeyChangedErr("cp-1"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lab := newFakeLab(t)
+			in := sysctlFile(lab.conn("cp-1"))
+			lab.node("cp-1").dialErr = tc.dialErr
+			last := FileState{FileArgs: in, Sha256: sum(in.Content), LiveMode: in.Mode}
+			st := refresh(t, lab.ctx(), File{}, in, last)
+			if kept := st == last; kept != tc.keep {
+				t.Errorf("state %+v, kept %v", st, kept)
+			}
+			if d := diffKeys(t, File{}, in, st); tc.keep == (len(d) > 0) {
+				t.Errorf("changes %v", d)
+			}
+		})
+	}
+}
+
+// A broken connection after the node answered fails the refresh: it is no
+// answer to keep or forget anything by.
+func TestFileReadCutOff(t *testing.T) {
+	lab := newFakeLab(t)
+	cp1 := lab.node("cp-1")
+	cp1.onFunc("stat -c", func(string) (ssh.Result, error) {
+		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh cp-1: \"stat\": connection reset")
+	})
+	in := sysctlFile(lab.conn("cp-1"))
+	_, err := (File{}).Read(lab.ctx(), infer.ReadRequest[FileArgs, FileState]{ID: "id", Inputs: in, State: FileState{FileArgs: in}})
+	if err == nil {
+		t.Error("a read cut off passed")
+	}
+}
+
+// Key material leaves a node whose control plane runs only with consent
+// for that node; other files go, and an unreachable node's file is
+// forgotten only with consent.
+func TestFileDelete(t *testing.T) {
+	const caKey = "/etc/kubernetes/pki/ca.key"
+	running := "test -f " + nodefacts.Manifest(nodefacts.KubeAPIServer) + " && echo running"
+	for _, tc := range []struct {
+		name      string
+		path      string
+		apiserver bool // its static pod manifest is there
+		dialErr   error
+		consent   string
+		refused   bool
+		removed   bool
+	}{
+		{"the CA key of a running control plane", caKey, true, nil, "", true, false},
+		{"the CA key of a running control plane, consented", caKey, true, nil, "cp-1", false, true},
+		{"consent for another node is none", caKey, true, nil, "cp-2", true, false},
+		{"consent for every node", caKey, true, nil, "*", false, true},
+		{"the encryption key of a running control plane", "/etc/kubernetes/encryption/config.yaml", true, nil, "", true, false},
+		{"the CA key once the control plane is gone", caKey, false, nil, "", false, true},
+		{"a certificate is no key", "/etc/kubernetes/pki/ca.crt", true, nil, "", false, true},
+		{"a sysctl file", sysctlPath, true, nil, "", false, true},
+		{"an unreachable node", sysctlPath, true, unreachableErr("cp-1"), "", true, false},
+		{"an unreachable node, consented", sysctlPath, true, unreachableErr("cp-1"), "cp-1", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvAllowDestroy, tc.consent)
+			lab := newFakeLab(t)
+			cp1 := lab.node("cp-1")
+			cp1.put(tc.path, "secret", 0o600)
+			if tc.apiserver {
+				cp1.on(running, "running\n", 0)
+			} else {
+				cp1.on(running, "", 1)
+			}
+			cp1.onFunc("rm -f "+quote(tc.path), func(string) (ssh.Result, error) {
+				delete(cp1.files, tc.path)
+				return ssh.Result{}, nil
+			})
+			cp1.dialErr = tc.dialErr
+			st := FileState{FileArgs: FileArgs{Connection: lab.conn("cp-1"), Path: tc.path, Content: "secret", Mode: 0o600}}
+			_, err := (File{}).Delete(lab.ctx(), infer.DeleteRequest[FileState]{ID: "id", State: st})
+			if refused := err != nil && strings.Contains(err.Error(), RefusedMarker); refused != tc.refused || (err != nil && !refused) {
+				t.Errorf("delete: %v", err)
+			}
+			if tc.refused && (!strings.Contains(err.Error(), "--allow-destroy cp-1") || len(cp1.mutations()) > 0) {
+				t.Errorf("the refusal %q, after %v", err, cp1.mutations())
+			}
+			if _, there := cp1.files[tc.path]; there == tc.removed {
+				t.Errorf("removed %v, after %v", !there, cp1.events)
+			}
+		})
+	}
+}

@@ -1,0 +1,254 @@
+package provider
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// fakeNodeObject emulates the API's Node object of one node, as kubectl on
+// a control-plane node gets, labels and taints it.
+type fakeNodeObject struct {
+	name   string
+	labels map[string]string
+	taints []Taint
+	// down: the API does not answer (kubectl's exit 1).
+	down bool
+}
+
+func serveNodeObject(via *fakeNode, obj *fakeNodeObject) {
+	name := quote(obj.name)
+	via.onFunc(kubectl+" get node "+name, func(cmd string) (ssh.Result, error) {
+		if obj.down {
+			return ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}, nil
+		}
+		if !strings.Contains(cmd, "-o json") {
+			return ssh.Result{}, nil
+		}
+		// As kubectl prints it: lower-case keys, an untainted Node
+		// without spec.taints.
+		spec := map[string]any{}
+		var taints []map[string]string
+		for _, t := range obj.taints {
+			taint := map[string]string{"key": t.Key, "effect": t.Effect}
+			if t.Value != "" {
+				taint["value"] = t.Value
+			}
+			taints = append(taints, taint)
+		}
+		if len(taints) > 0 {
+			spec["taints"] = taints
+		}
+		b, _ := json.Marshal(map[string]any{"kind": "Node", "metadata": map[string]any{"name": obj.name, "labels": obj.labels}, "spec": spec})
+		return ssh.Result{Stdout: b}, nil
+	})
+	// applyMeta's one command: label and taint steps joined with &&.
+	via.onFunc(kubectl+" label node "+name, func(cmd string) (ssh.Result, error) {
+		obj.apply(kubectlSteps(cmd))
+		return ssh.Result{}, nil
+	})
+	via.onFunc(kubectl+" taint node "+name, func(cmd string) (ssh.Result, error) {
+		obj.apply(kubectlSteps(cmd))
+		return ssh.Result{}, nil
+	})
+}
+
+// kubectlSteps splits applyMeta's command into its kubectl steps' arguments.
+func kubectlSteps(cmd string) [][]string {
+	var steps [][]string
+	for _, step := range strings.Split(cmd, " && ") {
+		step = strings.TrimSuffix(step, " || true")
+		var words []string
+		for _, w := range strings.Fields(step) {
+			words = append(words, strings.Trim(w, "'"))
+		}
+		steps = append(steps, words)
+	}
+	return steps
+}
+
+func (o *fakeNodeObject) apply(steps [][]string) {
+	for _, w := range steps {
+		// kubectl --kubeconfig F label|taint node NAME [--overwrite] ARGS...
+		verb, args := w[3], slices.DeleteFunc(slices.Clone(w[6:]), func(s string) bool { return s == "--overwrite" })
+		for _, a := range args {
+			switch verb {
+			case "label":
+				if k, ok := strings.CutSuffix(a, "-"); ok {
+					delete(o.labels, k)
+				} else {
+					k, v, _ := strings.Cut(a, "=")
+					o.labels[k] = v
+				}
+			case "taint":
+				spec, remove := strings.CutSuffix(a, "-")
+				kv, effect, _ := strings.Cut(spec, ":")
+				k, v, _ := strings.Cut(kv, "=")
+				o.taints = slices.DeleteFunc(o.taints, func(t Taint) bool { return t.Key == k && t.Effect == effect })
+				if !remove {
+					o.taints = append(o.taints, Taint{Key: k, Value: v, Effect: effect})
+				}
+			}
+		}
+	}
+}
+
+func TestNodeMetaLifecycle(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	cp1 := lab.node("cp-1")
+	obj := &fakeNodeObject{name: "gpu-1", labels: map[string]string{"kubernetes.io/hostname": "gpu-1"}}
+	serveNodeObject(cp1, obj)
+	in := NodeMetaArgs{Via: lab.conn("cp-1"), Node: "gpu-1",
+		Labels: map[string]string{"nvidia.com/gpu.present": "true", "homelab.dev/role": "gpu"},
+		Taints: []Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}}, Machine: "SHA256:a"}
+
+	created, err := (NodeMeta{}).Create(ctx, infer.CreateRequest[NodeMetaArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.labels["nvidia.com/gpu.present"] != "true" || obj.labels["homelab.dev/role"] != "gpu" || len(obj.taints) != 1 {
+		t.Errorf("after create: labels %v taints %v (did %v)", obj.labels, obj.taints, cp1.mutations())
+	}
+	st := refresh(t, ctx, NodeMeta{}, in, created.Output)
+	// Only the managed keys: the kubelet's own labels are none of ours.
+	if want := in.Labels; !maps.Equal(st.LiveLabels, want) {
+		t.Errorf("live labels %v", st.LiveLabels)
+	}
+	if d := diffKeys(t, NodeMeta{}, in, st); len(d) > 0 {
+		t.Errorf("as declared, yet %v", d)
+	}
+
+	// A label removed by hand comes back.
+	delete(obj.labels, "homelab.dev/role")
+	st = refresh(t, ctx, NodeMeta{}, in, st)
+	if d := diffKeys(t, NodeMeta{}, in, st); !slices.Equal(d, []string{"labels"}) {
+		t.Errorf("a label removed by hand shows %v", d)
+	}
+	if _, err := (NodeMeta{}).Update(ctx, infer.UpdateRequest[NodeMetaArgs, NodeMetaState]{Inputs: in, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if obj.labels["homelab.dev/role"] != "gpu" {
+		t.Errorf("not put back: %v", obj.labels)
+	}
+
+	// The inventory drops the taint and a label: both go from the Node,
+	// the kubelet's label stays.
+	st = refresh(t, ctx, NodeMeta{}, in, st)
+	less := in
+	less.Labels = map[string]string{"nvidia.com/gpu.present": "true"}
+	less.Taints = nil
+	updated, err := (NodeMeta{}).Update(ctx, infer.UpdateRequest[NodeMetaArgs, NodeMetaState]{Inputs: less, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := obj.labels["homelab.dev/role"]; ok || len(obj.taints) > 0 || obj.labels["kubernetes.io/hostname"] != "gpu-1" {
+		t.Errorf("after dropping: labels %v taints %v", obj.labels, obj.taints)
+	}
+
+	// Nothing to do: the API is not asked.
+	st = refresh(t, ctx, NodeMeta{}, less, updated.Output)
+	cp1.reset()
+	if _, err := (NodeMeta{}).Update(ctx, infer.UpdateRequest[NodeMetaArgs, NodeMetaState]{Inputs: less, State: st}); err != nil || cp1.dials != 0 {
+		t.Errorf("no change: %v after %v", err, cp1.events)
+	}
+}
+
+// The Node read through a control plane being repaired, or through a
+// node refusing the key (nodeMetaRead).
+func TestNodeMetaUnreadable(t *testing.T) {
+	lab := newFakeLab(t)
+	cp1 := lab.node("cp-1")
+	obj := &fakeNodeObject{name: "gpu-1", down: true}
+	serveNodeObject(cp1, obj)
+	in := NodeMetaArgs{Via: lab.conn("cp-1"), Node: "gpu-1", Labels: map[string]string{"a": "1"}}
+	last := NodeMetaState{NodeMetaArgs: in, LiveLabels: map[string]string{"a": "1"}}
+	st := refresh(t, lab.ctx(), NodeMeta{}, in, last)
+	if !maps.Equal(st.LiveLabels, last.LiveLabels) {
+		t.Errorf("the API down: live labels %v", st.LiveLabels)
+	}
+	cp1.dialErr = keyRefusedErr("cp-1")
+	st = refresh(t, lab.ctx(), NodeMeta{}, in, last)
+	if d := diffKeys(t, NodeMeta{}, in, st); !slices.Equal(d, []string{"labels"}) {
+		t.Errorf("refused key: %v", d)
+	}
+	// The Node is read through the latest inputs' node, not the one the
+	// state was made through.
+	cp1.dialErr = nil
+	obj.down = false
+	moved := in
+	moved.Via = lab.conn("cp-2")
+	serveNodeObject(lab.node("cp-2"), &fakeNodeObject{name: "gpu-1", labels: map[string]string{"a": "1"}})
+	cp1.reset()
+	st = refresh(t, lab.ctx(), NodeMeta{}, moved, last)
+	if cp1.dials != 0 || lab.node("cp-2").dials != 1 || st.Via.Node != "cp-2" {
+		t.Errorf("read through cp-1 %d times, cp-2 %d times; via %s", cp1.dials, lab.node("cp-2").dials, st.Via.Node)
+	}
+}
+
+func TestManifestLifecycle(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	cp1 := lab.node("cp-1")
+	var applied []string
+	exists, apiDown := false, false
+	cp1.onFunc(kubectl+" apply -f -", func(string) (ssh.Result, error) {
+		applied = append(applied, cp1.events[len(cp1.events)-1].stdin)
+		exists = true
+		return ssh.Result{}, nil
+	})
+	cp1.onFunc(kubectl+" get 'RuntimeClass' 'nvidia' -o name --ignore-not-found", func(string) (ssh.Result, error) {
+		switch {
+		case apiDown:
+			return ssh.Result{ExitCode: 1}, nil
+		case exists:
+			return ssh.Result{Stdout: []byte("runtimeclass.node.k8s.io/nvidia\n")}, nil
+		}
+		return ssh.Result{}, nil
+	})
+	cp1.onFunc(kubectl+" delete 'RuntimeClass' 'nvidia' --ignore-not-found", func(string) (ssh.Result, error) {
+		exists = false
+		return ssh.Result{}, nil
+	})
+	in := ManifestArgs{Via: lab.conn("cp-1"), Kind: "RuntimeClass", Name: "nvidia", Content: "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia}\nhandler: nvidia\n"}
+
+	created, err := (Manifest{}).Create(ctx, infer.CreateRequest[ManifestArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The content goes on stdin, never on a command line.
+	if !slices.Equal(applied, []string{in.Content}) || cp1.asked("handler: nvidia") {
+		t.Errorf("applied %q", applied)
+	}
+	st := refresh(t, ctx, Manifest{}, in, created.Output)
+	if d := diffKeys(t, Manifest{}, in, st); !st.Exists || len(d) > 0 {
+		t.Errorf("exists %v, changes %v", st.Exists, d)
+	}
+
+	// The API down: the last state stands.
+	apiDown = true
+	if st := refresh(t, ctx, Manifest{}, in, st); !st.Exists {
+		t.Error("the API down made the object absent")
+	}
+	apiDown = false
+
+	// Deleted by hand: applied again.
+	exists = false
+	st = refresh(t, ctx, Manifest{}, in, st)
+	if d := diffKeys(t, Manifest{}, in, st); !slices.Equal(d, []string{"content"}) {
+		t.Errorf("deleted by hand: %v", d)
+	}
+	if _, err := (Manifest{}).Update(ctx, infer.UpdateRequest[ManifestArgs, ManifestState]{Inputs: in, State: st}); err != nil || len(applied) != 2 || !exists {
+		t.Errorf("re-apply: %v, applied %d times", err, len(applied))
+	}
+
+	if _, err := (Manifest{}).Delete(ctx, infer.DeleteRequest[ManifestState]{ID: "id", State: st}); err != nil || exists {
+		t.Errorf("delete: %v, exists %v", err, exists)
+	}
+}

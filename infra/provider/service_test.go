@@ -1,0 +1,145 @@
+package provider
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+)
+
+// fakeUnit emulates systemctl for one unit on a node: enable, start,
+// restart and disable --now change what is-enabled and is-active say.
+type fakeUnit struct {
+	enabled, active bool
+	restarts        int
+}
+
+func serveUnit(n *fakeNode, name string) *fakeUnit {
+	u := &fakeUnit{}
+	q := quote(name)
+	word := func(b bool, yes, no string) string {
+		if b {
+			return yes
+		}
+		return no
+	}
+	n.onFunc("systemctl is-enabled "+q+"; systemctl is-active "+q, func(string) (ssh.Result, error) {
+		return ssh.Result{Stdout: []byte(word(u.enabled, "enabled", "disabled") + "\n" + word(u.active, "active", "inactive") + "\n"), ExitCode: 3}, nil
+	})
+	n.onFunc("systemctl enable "+q, func(string) (ssh.Result, error) { u.enabled = true; return ssh.Result{}, nil })
+	n.onFunc("systemctl start "+q, func(string) (ssh.Result, error) { u.active = true; return ssh.Result{}, nil })
+	n.onFunc("systemctl restart "+q, func(string) (ssh.Result, error) { u.active = true; u.restarts++; return ssh.Result{}, nil })
+	n.onFunc("systemctl disable --now "+q, func(string) (ssh.Result, error) { u.enabled, u.active = false, false; return ssh.Result{}, nil })
+	return u
+}
+
+func TestServiceLifecycle(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	n := lab.node("gpu-1")
+	unit := serveUnit(n, "containerd")
+	in := ServiceArgs{Connection: lab.conn("gpu-1"), Name: "containerd", Trigger: "t1"}
+
+	created, err := (Service{}).Create(ctx, infer.CreateRequest[ServiceArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"run systemctl enable 'containerd'", "run systemctl restart 'containerd'"}; !slices.Equal(n.mutations(), want) {
+		t.Errorf("create did %v", n.mutations())
+	}
+	st := refresh(t, ctx, Service{}, in, created.Output)
+	if !st.Enabled || !st.Active {
+		t.Errorf("read back %+v", st)
+	}
+	if d := diffKeys(t, Service{}, in, st); len(d) > 0 {
+		t.Errorf("a running unit shows changes: %v", d)
+	}
+
+	// Stopped by hand: started, not restarted.
+	unit.active = false
+	st = refresh(t, ctx, Service{}, in, st)
+	if d := diffKeys(t, Service{}, in, st); !slices.Equal(d, []string{"active"}) {
+		t.Errorf("a stopped unit shows %v", d)
+	}
+	n.reset()
+	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: in, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"run systemctl enable 'containerd'", "run systemctl start 'containerd'"}; !slices.Equal(n.mutations(), want) || !unit.active {
+		t.Errorf("repair did %v", n.mutations())
+	}
+
+	// Its configuration changed: restarted.
+	st = refresh(t, ctx, Service{}, in, st)
+	changed := in
+	changed.Trigger = "t2"
+	n.reset()
+	before := unit.restarts
+	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: changed, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if unit.restarts != before+1 {
+		t.Errorf("a new trigger did %v", n.mutations())
+	}
+
+	// Nothing to do: the node is not touched, not even read.
+	n.reset()
+	rekeyed := in
+	rekeyed.Connection.PrivateKey = "key-2"
+	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: rekeyed, State: st}); err != nil || n.dials != 0 {
+		t.Errorf("a new key alone: %v, %v", err, n.events)
+	}
+
+	if _, err := (Service{}).Delete(ctx, infer.DeleteRequest[ServiceState]{ID: "id", State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if unit.enabled || unit.active {
+		t.Errorf("delete left the unit enabled %v active %v", unit.enabled, unit.active)
+	}
+}
+
+func TestServiceFails(t *testing.T) {
+	lab := newFakeLab(t)
+	n := lab.node("cp-1")
+	n.onFunc("systemctl enable", func(string) (ssh.Result, error) {
+		return ssh.Result{Stderr: []byte("Failed to enable unit: Unit file keepalived.service does not exist.\n"), ExitCode: 1}, nil
+	})
+	_, err := (Service{}).Create(lab.ctx(), infer.CreateRequest[ServiceArgs]{Inputs: ServiceArgs{Connection: lab.conn("cp-1"), Name: "keepalived"}})
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || n.asked("systemctl restart") {
+		t.Errorf("enabling a missing unit: %v, then %v", err, n.mutations())
+	}
+}
+
+func TestServiceUnreadable(t *testing.T) {
+	lab := newFakeLab(t)
+	in := ServiceArgs{Connection: lab.conn("cp-1"), Name: "kubelet"}
+	running := ServiceState{ServiceArgs: in, Enabled: true, Active: true}
+	lab.node("cp-1").dialErr = unreachableErr("cp-1")
+	if st := refresh(t, lab.ctx(), Service{}, in, running); st != running {
+		t.Errorf("an unreachable node's unit: %+v", st)
+	}
+	lab.node("cp-1").dialErr = keyRefusedErr("cp-1")
+	st := refresh(t, lab.ctx(), Service{}, in, running)
+	if d := diffKeys(t, Service{}, in, st); !slices.Equal(d, []string{"active", "enabled"}) {
+		t.Errorf("a node refusing the key: %v", d)
+	}
+}
+
+// Stopping a unit on a node that cannot be reached would forget it while
+// it runs on: only with consent.
+func TestServiceDeleteUnreachable(t *testing.T) {
+	lab := newFakeLab(t)
+	st := ServiceState{ServiceArgs: ServiceArgs{Connection: lab.conn("gpu-3"), Name: "kubelet"}}
+	lab.node("gpu-3").dialErr = unreachableErr("gpu-3")
+	_, err := (Service{}).Delete(lab.ctx(), infer.DeleteRequest[ServiceState]{ID: "id", State: st})
+	if err == nil || !strings.Contains(err.Error(), RefusedMarker) {
+		t.Errorf("without consent: %v", err)
+	}
+	t.Setenv(EnvAllowDestroy, "gpu-3")
+	if _, err := (Service{}).Delete(lab.ctx(), infer.DeleteRequest[ServiceState]{ID: "id", State: st}); err != nil {
+		t.Errorf("with consent: %v", err)
+	}
+}
