@@ -3,7 +3,9 @@
 package inventory
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 )
 
@@ -216,4 +218,14 @@ func (inv *Inventory) EndpointHost() string {
 // Endpoint is EndpointHost:port, kubeadm's controlPlaneEndpoint.
 func (inv *Inventory) Endpoint() string {
 	return net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))
+}
+
+// ReadPrivateKey reads the key file ssh.privateKey names (resolved against
+// the inventory when it was loaded); the error names the field.
+func (s SSH) ReadPrivateKey() ([]byte, error) {
+	key, err := os.ReadFile(s.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("ssh.privateKey: %w", err)
+	}
+	return key, nil
 }

@@ -42,9 +42,9 @@ func newAdoptCommand() *cobra.Command {
 				return err
 			}
 			useLabNetns(f.inventory, cmd)
-			key, err := os.ReadFile(inv.SSH.PrivateKey)
+			key, err := inv.SSH.ReadPrivateKey()
 			if err != nil {
-				return fmt.Errorf("ssh.privateKey: %w", err)
+				return err
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()

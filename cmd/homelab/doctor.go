@@ -53,9 +53,9 @@ func newDoctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := os.ReadFile(inv.SSH.PrivateKey)
+			key, err := inv.SSH.ReadPrivateKey()
 			if err != nil {
-				return fmt.Errorf("ssh.privateKey: %w", err)
+				return err
 			}
 			doctorLabNetns(inv, cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)

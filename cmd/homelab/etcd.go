@@ -53,9 +53,9 @@ func etcdTarget(cmd *cobra.Command, f stackFlags) (etcdbackup.Target, error) {
 	if err != nil {
 		return etcdbackup.Target{}, err
 	}
-	key, err := os.ReadFile(inv.SSH.PrivateKey)
+	key, err := inv.SSH.ReadPrivateKey()
 	if err != nil {
-		return etcdbackup.Target{}, fmt.Errorf("ssh.privateKey: %w", err)
+		return etcdbackup.Target{}, err
 	}
 	useLabNetns(f.inventory, cmd)
 	return etcdbackup.Target{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts,

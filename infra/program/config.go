@@ -2,7 +2,6 @@ package program
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -72,9 +71,9 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 		return Config{}, fmt.Errorf("stack config %s must be a secret: set it again with `pulumi config set --secret`", KeySSHPrivateKey)
 	}
 	if !ok || key == "" {
-		data, err := os.ReadFile(inv.SSH.PrivateKey)
+		data, err := inv.SSH.ReadPrivateKey()
 		if err != nil {
-			return Config{}, fmt.Errorf("ssh.privateKey: %w (or set %s)", err, KeySSHPrivateKey)
+			return Config{}, fmt.Errorf("%w (or set %s)", err, KeySSHPrivateKey)
 		}
 		key = string(data)
 	}

@@ -119,9 +119,9 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := os.ReadFile(inv.SSH.PrivateKey)
+	key, err := inv.SSH.ReadPrivateKey()
 	if err != nil {
-		return nil, fmt.Errorf("ssh.privateKey: %w", err)
+		return nil, err
 	}
 	env, err := environment(o)
 	if err != nil {

@@ -38,7 +38,7 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 	if err != nil {
 		return 0, nil, err
 	}
-	key, err := os.ReadFile(inv.SSH.PrivateKey)
+	key, err := inv.SSH.ReadPrivateKey()
 	if err != nil {
 		return 0, nil, err
 	}
