@@ -279,7 +279,7 @@ func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (a
 	}
 	var res auto.UpResult
 	err := s.withConsent(allowDestroy, func() (err error) {
-		if err := s.gate(ctx, refresh); err != nil {
+		if err := s.gate(ctx); err != nil {
 			return err
 		}
 		res, err = s.s.Up(ctx, opts...)
@@ -293,13 +293,12 @@ func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (a
 // cluster or a renamed node stops the up before any node is written, not
 // after the independent steps of the other nodes ran. Other preview
 // errors are left to the up, which may get past them (a node found at its
-// new address only once its Host is updated).
-func (s *Stack) gate(ctx context.Context, refresh bool) error {
+// new address only once its Host is updated). No refresh: a renamed node is
+// a new Host, whose dry run reads the machine, and another cluster's CA is
+// an input against the CA last read; the up's own refresh reads the rest.
+func (s *Stack) gate(ctx context.Context) error {
 	var out bytes.Buffer
 	opts := []optpreview.Option{optpreview.ProgressStreams(&out), optpreview.ErrorProgressStreams(&out)}
-	if refresh {
-		opts = append(opts, optpreview.Refresh())
-	}
 	if _, err := s.s.Preview(ctx, opts...); err != nil && strings.Contains(err.Error(), provider.WrongMachineMarker) {
 		s.progress.Write(out.Bytes())
 		return fmt.Errorf("the preview failed, so nothing was changed: %w", err)
