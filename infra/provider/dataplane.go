@@ -234,6 +234,11 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 	if !st.ciliumCNI() {
 		return infer.DeleteResponse{}, nil
 	}
+	// Uninstalling the pod network cuts every pod's network on every node:
+	// only with consent for all of them (destroy gives it).
+	if !consented("*") {
+		return infer.DeleteResponse{}, refused("*", "uninstalling the Cilium pod network", "cut every pod's network")
+	}
 	log := p.GetLogger(ctx)
 	if c, err := dial(ctx, st.Via); err != nil {
 		log.Warningf("%s: not reachable (%v): the Cilium release is left as it is", st.Via.Node, err)

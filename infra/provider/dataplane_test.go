@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi-go-provider/infer"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,5 +127,22 @@ func TestAgentsRolledOut(t *testing.T) {
 		if got, desc := agentsRolledOut(tc.ds); got != tc.want {
 			t.Errorf("%s: %v (%s)", tc.name, got, desc)
 		}
+	}
+}
+
+// Uninstalling the pod network cuts every pod's network: refused without
+// consent for every node, done (here: nothing to reach) with it.
+func TestDataplaneDeleteNeedsConsentForAll(t *testing.T) {
+	st := DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "cilium"}}
+	for consent, refusedWant := range map[string]bool{"": true, "cp-1": true, "*": false} {
+		t.Setenv(EnvAllowDestroy, consent)
+		_, err := Dataplane{}.Delete(context.Background(), infer.DeleteRequest[DataplaneState]{State: st})
+		if refusedWant != (err != nil && strings.Contains(err.Error(), RefusedMarker)) {
+			t.Errorf("consent %q: %v", consent, err)
+		}
+	}
+	t.Setenv(EnvAllowDestroy, "")
+	if _, err := (Dataplane{}).Delete(context.Background(), infer.DeleteRequest[DataplaneState]{State: DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "none"}}}); err != nil {
+		t.Errorf("cni none: nothing to uninstall, yet %v", err)
 	}
 }

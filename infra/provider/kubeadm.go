@@ -411,6 +411,7 @@ func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJo
 const (
 	initRun = "kubeadm-init"
 	joinRun = "kubeadm-join"
+	aptRun  = "apt-install"
 )
 
 func runJoin(ctx context.Context, in KubeadmJoinArgs) error {

@@ -190,6 +190,12 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		return PackageState{}, err
 	}
 	defer c.Close()
+	// An install an earlier up left running (its connection dropped, the
+	// up killed) is waited for before dpkg is read: its packages may be
+	// half unpacked until then.
+	if err := settleDetached(ctx, c, node, aptRun, "apt install"); err != nil {
+		p.GetLogger(ctx).Warningf("%s: the earlier install: %v; dpkg decides what is due now", node, err)
+	}
 	l, err := readPackage(ctx, c, in)
 	if err != nil {
 		return PackageState{}, err
@@ -207,7 +213,9 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		}
 	}
 	if changed {
-		if _, err := must(ctx, c, node, "installing "+strings.Join(in.Names, ", ")+" "+in.Version+
+		// Detached: apt cut off half-way leaves dpkg locked and packages
+		// half configured.
+		if _, err := runDetached(ctx, c, node, aptRun, "installing "+strings.Join(in.Names, ", ")+" "+in.Version+
 			" (apt needs the node to reach its repository; an offline node needs a local mirror)", installScript(in)); err != nil {
 			return PackageState{}, err
 		}

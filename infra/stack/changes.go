@@ -63,6 +63,10 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 			c.Node = strings.Join(gone, ",")
 			c.Destroys = "removes etcd member " + strings.Join(gone, ", ")
 		}
+	case c.Type == "homelab:index:Dataplane" && (c.Op == string(apitype.OpDelete) || strings.Contains(c.Op, "replace")):
+		if cni, _ := oldState["cni"].(string); cni != "none" {
+			c.Node, c.Destroys = "*", "uninstalls the Cilium pod network: every pod's network is cut"
+		}
 	case c.Type == "homelab:index:File" && c.Op == string(apitype.OpDelete):
 		node, path, _ := strings.Cut(c.Name, ":")
 		if strings.HasPrefix(path, "/etc/kubernetes/pki/") && strings.HasSuffix(path, ".key") || strings.HasPrefix(path, "/etc/kubernetes/encryption/") {

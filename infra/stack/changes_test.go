@@ -29,6 +29,9 @@ func TestClassify(t *testing.T) {
 		{Change{Type: "homelab:index:File", Name: "cp-2:/etc/kubernetes/pki/etcd/ca.key", Op: "delete"}, nil, nil, "cp-2", "ca.key"},
 		{Change{Type: "homelab:index:File", Name: "cp-2:/etc/kubernetes/encryption/config.yaml", Op: "delete"}, nil, nil, "cp-2", "encryption"},
 		{Change{Type: "homelab:index:File", Name: "gpu-1:/etc/netplan/60-homelab.yaml", Op: "delete"}, nil, nil, "", ""},
+		{Change{Type: "homelab:index:Dataplane", Name: "dataplane", Op: "delete"}, map[string]any{"cni": "cilium"}, nil, "*", "pod network"},
+		{Change{Type: "homelab:index:Dataplane", Name: "dataplane", Op: "delete"}, map[string]any{"cni": "none"}, nil, "", ""},
+		{Change{Type: "homelab:index:Dataplane", Name: "dataplane", Op: "update"}, map[string]any{"cni": "cilium"}, nil, "", ""},
 	} {
 		got := classify(c.change, c.old, c.new)
 		if got.Node != c.node || !strings.Contains(got.Destroys, c.says) || (c.says == "") != (got.Destroys == "") {
