@@ -61,6 +61,8 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.CRISocket, DefaultCRISocket)
 	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
 	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)
+	setString(&c.Certificates.ValidityPeriod, DefaultCertificateValidity)
+	setString(&c.Certificates.RenewBefore, DefaultRenewBefore)
 	if sn := c.Etcd.Snapshots; sn != nil {
 		setString(&sn.Schedule, DefaultSnapshotSchedule)
 		if sn.Keep == 0 {

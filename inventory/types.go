@@ -53,11 +53,13 @@ type Cluster struct {
 	KubeProxy         KubeProxy `json:"kubeProxy" yaml:"kubeProxy"`
 	// CNI is the pod network: cilium (default) or none, for a pod network
 	// the user installs (nodes stay NotReady until one runs).
-	CNI       string   `json:"cni" yaml:"cni"`
-	Cilium    Cilium   `json:"cilium,omitempty" yaml:"cilium"`
-	GPU       GPU      `json:"gpu" yaml:"gpu"`
-	Etcd      Etcd     `json:"etcd,omitempty" yaml:"etcd"`
-	ExtraSANs []string `json:"extraSANs,omitempty" yaml:"extraSANs"`
+	CNI    string `json:"cni" yaml:"cni"`
+	Cilium Cilium `json:"cilium,omitempty" yaml:"cilium"`
+	GPU    GPU    `json:"gpu" yaml:"gpu"`
+	Etcd   Etcd   `json:"etcd,omitempty" yaml:"etcd"`
+	// Certificates: the leaf certificates' lifetime and renewal.
+	Certificates Certificates `json:"certificates" yaml:"certificates"`
+	ExtraSANs    []string     `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
 }

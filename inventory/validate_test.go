@@ -107,6 +107,21 @@ func TestBadInventories(t *testing.T) {
 		{name: "snapshot unknown field", mutate: func(m map[string]any) {
 			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"interval": "6h"}}
 		}, want: []string{"cluster.etcd.snapshots.interval"}},
+		{name: "certificate validity garbage", mutate: func(m map[string]any) {
+			at(m, "cluster")["certificates"] = map[string]any{"validityPeriod": "1y"}
+		}, want: []string{"cluster.certificates.validityPeriod"}},
+		{name: "certificate durations negative", mutate: func(m map[string]any) {
+			at(m, "cluster")["certificates"] = map[string]any{"validityPeriod": "-10m", "renewBefore": "0s"}
+		}, want: []string{"cluster.certificates.renewBefore", "cluster.certificates.validityPeriod"}},
+		{name: "renewal not before expiry", mutate: func(m map[string]any) {
+			at(m, "cluster")["certificates"] = map[string]any{"validityPeriod": "10m", "renewBefore": "10m"}
+		}, want: []string{"cluster.certificates.renewBefore"}},
+		{name: "certificates outliving their CA", mutate: func(m map[string]any) {
+			at(m, "cluster")["certificates"] = map[string]any{"validityPeriod": "100000h"}
+		}, want: []string{"cluster.certificates.validityPeriod"}},
+		{name: "certificates unknown field", mutate: func(m map[string]any) {
+			at(m, "cluster")["certificates"] = map[string]any{"validity": "10m"}
+		}, want: []string{"cluster.certificates.validity"}},
 		{name: "cilium chart not an archive", mutate: func(m map[string]any) { at(m, "cluster")["cilium"] = map[string]any{"chart": "/srv/charts/cilium"} }, want: []string{"cluster.cilium.chart"}},
 		{name: "nodeCIDR missing", mutate: func(m map[string]any) { delete(at(m, "cluster.network"), "nodeCIDR") }, want: []string{"cluster.network.nodeCIDR"}},
 		{name: "nodeCIDR prefix", mutate: func(m map[string]any) { at(m, "cluster.network")["nodeCIDR"] = "10.0.0.0/33" }, want: []string{"cluster.network.nodeCIDR"}},

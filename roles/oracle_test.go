@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
@@ -74,6 +75,12 @@ func TestKubeadmSignsEveryDeclaredAddress(t *testing.T) {
 		t.Run(layout, func(t *testing.T) {
 			inv := layoutInventory(t, layout)
 			inv.Cluster.ExtraSANs = []string{"192.168.50.10", "api.example.org"}
+			// One layout with a short declared lifetime: kubeadm must
+			// issue the leaves for exactly that long.
+			validity := 8760 * time.Hour
+			if layout == inventory.LayoutDNS {
+				inv.Cluster.Certificates.ValidityPeriod, validity = "10m", 10*time.Minute
+			}
 			r, err := Render(inv, b)
 			if err != nil {
 				t.Fatal(err)
@@ -104,7 +111,11 @@ func TestKubeadmSignsEveryDeclaredAddress(t *testing.T) {
 			if out, err := exec.Command(kubeadmBin, "init", "phase", "certs", "all", "--config", cfgPath).CombinedOutput(); err != nil {
 				t.Fatalf("kubeadm init phase certs all: %v\n%s", err, out)
 			}
+			issued := time.Now()
 			cert := readCert(t, filepath.Join(certDir, "apiserver.crt"))
+			if left := cert.NotAfter.Sub(issued); left < validity-time.Minute || left > validity+time.Minute {
+				t.Errorf("apiserver.crt is valid for %s more, declared %s", left.Round(time.Second), validity)
+			}
 			roots := x509.NewCertPool()
 			roots.AddCert(readCert(t, filepath.Join(certDir, "ca.crt")))
 			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots}); err != nil {

@@ -155,3 +155,23 @@ func TestJudgeSnapshots(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiryVerdict(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		left   time.Duration
+		want   Status
+		saying string
+	}{
+		{300 * 24 * time.Hour, OK, "300 days left"},
+		{31 * 24 * time.Hour, OK, "31 days left"},
+		{29 * 24 * time.Hour, Warn, "renewBefore"},
+		{time.Hour, Warn, "1h0m0s"},
+		{-time.Minute, Fail, "expired 1m0s ago"},
+	} {
+		st, detail := expiryVerdict(nodefacts.Expiry{Path: "/etc/kubernetes/pki/apiserver.crt", Subject: "kube-apiserver", NotAfter: now.Add(tc.left)}, now, 720*time.Hour)
+		if st != tc.want || !strings.Contains(detail, tc.saying) || !strings.Contains(detail, "kube-apiserver") {
+			t.Errorf("%s left: %s %q", tc.left, st, detail)
+		}
+	}
+}

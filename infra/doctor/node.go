@@ -36,6 +36,7 @@ type nodeFacts struct {
 	gpus      gpu.Detection
 	gpusRead  bool
 	cni       cniFacts
+	expiry    []nodefacts.Expiry
 	snapshots *snapshotFacts
 }
 
@@ -119,6 +120,9 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
 	}
 	f.cni = readCNI(ctx, c)
+	if res, err := c.Query(ctx, nodefacts.ExpiryScript); err == nil {
+		f.expiry = nodefacts.ParseExpiry(string(res.Stdout))
+	}
 	f.primary = at
 	if !slices.Contains(f.addrs, at) && len(f.addrs) > 0 {
 		f.primary = f.addrs[0]
@@ -231,6 +235,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 	}
 	d.checkGPUs(n, f)
 	d.checkCNI(n, f)
+	d.checkExpiry(n, f)
 	for p, server := range f.kubeconfs {
 		d.audit("kubeconfig", n.Name+":"+p, n, server)
 	}

@@ -114,9 +114,20 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 		},
 		// Metrics and health endpoints stay on loopback: nothing off the
 		// node needs them, and the VIP must never reach them.
-		ControllerManager: ControlPlaneComp{ExtraArgs: loopback},
-		Scheduler:         ControlPlaneComp{ExtraArgs: loopback},
+		ControllerManager:         ControlPlaneComp{ExtraArgs: loopback},
+		Scheduler:                 ControlPlaneComp{ExtraArgs: loopback},
+		CertificateValidityPeriod: certificateValidity(c.Certificates),
 	}
+}
+
+// certificateValidity is kubeadm's certificateValidityPeriod, left out at
+// kubeadm's own default so that a cluster built before the field existed
+// sees no change.
+func certificateValidity(c inventory.Certificates) string {
+	if c.ValidityPeriod == "" || c.ValidityPeriod == inventory.DefaultCertificateValidity {
+		return ""
+	}
+	return c.Validity().String()
 }
 
 // KubeProxy renders kube-proxy's configuration (only while kube-proxy runs).

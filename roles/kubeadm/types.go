@@ -71,6 +71,9 @@ type ClusterConfiguration struct {
 	ControllerManager    ControlPlaneComp `json:"controllerManager"`
 	Scheduler            ControlPlaneComp `json:"scheduler"`
 	EncryptionAlgorithm  string           `json:"encryptionAlgorithm,omitempty"`
+	// CertificateValidityPeriod is every leaf certificate's lifetime
+	// (kubeadm's default: a year).
+	CertificateValidityPeriod string `json:"certificateValidityPeriod,omitempty"`
 }
 
 type Networking struct {

@@ -1,0 +1,48 @@
+package doctor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// Every certificate kubeadm issued on a node, and the kubelet's, with the
+// time it has left: kubeadm's leaves last a year and a homelab that runs
+// quietly goes dark on the anniversary.
+
+// expiryVerdict judges one certificate against the inventory's renewal
+// window.
+func expiryVerdict(e nodefacts.Expiry, now time.Time, renewBefore time.Duration) (Status, string) {
+	left := e.NotAfter.Sub(now)
+	until := e.NotAfter.UTC().Format("2006-01-02 15:04 MST")
+	switch {
+	case left <= 0:
+		return Fail, fmt.Sprintf("%s expired %s ago (%s)", e.Subject, roundLeft(-left), until)
+	case left <= renewBefore:
+		return Warn, fmt.Sprintf("%s expires in %s (%s), inside cluster.certificates.renewBefore %s", e.Subject, roundLeft(left), until, renewBefore)
+	}
+	return OK, fmt.Sprintf("%s, %s left (%s)", e.Subject, roundLeft(left), until)
+}
+
+// roundLeft says a duration in days once it is more than two.
+func roundLeft(d time.Duration) string {
+	if d > 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	}
+	return d.Round(time.Second).String()
+}
+
+// checkExpiry adds a node's cert expiry rows.
+func (d *doctor) checkExpiry(n inventory.Node, f *nodeFacts) {
+	renew := d.t.Inventory.Cluster.Certificates.Renewal()
+	for _, e := range f.expiry {
+		st, detail := expiryVerdict(e, time.Now(), renew)
+		d.r.add("cert expiry", n.Name+":"+e.Path, st, "%s", detail)
+		if st == Fail {
+			d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; renew it (kubeadm certs renew on the node, then restart the static pods)",
+				n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+}
