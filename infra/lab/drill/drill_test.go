@@ -11,13 +11,13 @@ import (
 
 func TestLayoutInventoryRefusesWhatTheInventoryCannotExpress(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := LayoutInventory("../../inventory/lab.yaml", "dns", dir); err == nil || !strings.Contains(err.Error(), "cluster.endpoint.dnsName") {
+	if _, _, err := LayoutInventory("../../../inventory/lab.yaml", "dns", dir); err == nil || !strings.Contains(err.Error(), "cluster.endpoint.dnsName") {
 		t.Errorf("dns without dnsName: %v", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("a refused layout wrote %d file(s)", len(entries))
 	}
-	path, inv, err := LayoutInventory("../../inventory/lab.yaml", "single-ip", dir)
+	path, inv, err := LayoutInventory("../../../inventory/lab.yaml", "single-ip", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
