@@ -219,6 +219,14 @@ func TestLabUpDown(t *testing.T) {
 
 	t.Run("cut keeps the node running off the network", func(t *testing.T) {
 		run("gpu-4", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo started")
+		// setsid execs sleep after the shell returned: wait for it, so
+		// the cut is what the check below sees, not a process not yet
+		// renamed (it was "setsid" on a loaded machine).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if procs, err := l.Processes(); err == nil && slices.Contains(procs["gpu-4"], "sleep") {
+				break
+			}
+		}
 		if err := l.Cut("gpu-4"); err != nil {
 			t.Fatal(err)
 		}
