@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -58,9 +57,4 @@ func checkCertificates(ps *problems, inv *Inventory) {
 	if vok && validity < time.Hour {
 		ps.warnf(path+".validityPeriod", "certificates valid for %s expire between two ups unless up runs that often: fine for a test, not for a homelab", validity)
 	}
-}
-
-// String says both in kubeadm's terms.
-func (c Certificates) String() string {
-	return fmt.Sprintf("valid %s, renewed %s before expiry", c.ValidityPeriod, c.RenewBefore)
 }

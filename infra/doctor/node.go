@@ -42,8 +42,8 @@ type nodeFacts struct {
 
 // probeScript is read-only. Secondary addresses are listed apart: the VIP
 // is one, and must not pass for the node's own address. nodefacts' probe
-// brings the kubeconfigs' servers, manifests and certificates in the same
-// session.
+// brings the kubeconfigs' servers, manifests and certificates, and every
+// certificate's expiry, in the same session.
 var probeScript = `echo "hostname=$(hostname)"
 for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
 ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case "$rest" in *secondary*) echo "secondary=${a%%/*}";; *) echo "addr=${a%%/*}";; esac; done
@@ -53,7 +53,7 @@ for c in etcd kube-apiserver; do
     [ -f "$l" ] && tail -n 300 "$l" | grep -E 'bind: cannot assign requested address|listen tcp .*: bind' | tail -n 1 | sed "s|^|bind.$c=|"
   done
 done
-` + nodefacts.ProbeScript
+` + nodefacts.ProbeScript + "\n" + nodefacts.ExpiryScript
 
 func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
 	inv := d.t.Inventory
@@ -93,6 +93,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 		return
 	}
 	f.live = nodefacts.ParseProbe(string(res.Stdout))
+	f.expiry = nodefacts.ParseExpiry(string(res.Stdout))
 	f.kubeconfs = f.live.Kubeconfigs
 	for _, line := range strings.Split(string(res.Stdout), "\n") {
 		k, v, ok := strings.Cut(line, "=")
@@ -120,9 +121,6 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
 	}
 	f.cni = readCNI(ctx, c)
-	if res, err := c.Query(ctx, nodefacts.ExpiryScript); err == nil {
-		f.expiry = nodefacts.ParseExpiry(string(res.Stdout))
-	}
 	f.primary = at
 	if !slices.Contains(f.addrs, at) && len(f.addrs) > 0 {
 		f.primary = f.addrs[0]
