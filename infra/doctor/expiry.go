@@ -21,7 +21,7 @@ func expiryVerdict(e nodefacts.Expiry, now time.Time, renewBefore time.Duration)
 	case left <= 0:
 		return Fail, fmt.Sprintf("%s expired %s ago (%s)", e.Subject, roundLeft(-left), until)
 	case left <= renewBefore:
-		return Warn, fmt.Sprintf("%s expires in %s (%s), inside cluster.certificates.renewBefore %s", e.Subject, roundLeft(left), until, renewBefore)
+		return Warn, fmt.Sprintf("%s expires in %s (%s), inside cluster.certificates.renewBefore %s: the next homelab up renews it", e.Subject, roundLeft(left), until, renewBefore)
 	}
 	return OK, fmt.Sprintf("%s, %s left (%s)", e.Subject, roundLeft(left), until)
 }
@@ -41,7 +41,7 @@ func (d *doctor) checkExpiry(n inventory.Node, f *nodeFacts) {
 		st, detail := expiryVerdict(e, time.Now(), renew)
 		d.r.add("cert expiry", n.Name+":"+e.Path, st, "%s", detail)
 		if st == Fail {
-			d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; renew it (kubeadm certs renew on the node, then restart the static pods)",
+			d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; homelab up renews it over SSH; if up cannot reach the cluster (admin.conf or the apiserver's own certificates expired), run kubeadm certs renew all on each control-plane node and restart its static pods, then up, which re-issues the serving certificates with the inventory's SANs",
 				n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
 		}
 	}
