@@ -639,7 +639,8 @@ mkdir -p "$t/etcd"
 		}
 	}
 	for _, ca := range cas {
-		script += "cp -p $pki/" + ca + ".crt $pki/" + ca + `.key "$t/` + path.Dir(ca) + "/\"\n"
+		dir := strings.TrimSuffix(path.Dir(ca), ".")
+		script += "cp -p $pki/" + ca + ".crt $pki/" + ca + `.key "$t/` + dir + "\"\n"
 	}
 	script += `sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/config.yaml"` + "\n"
 	for _, f := range certs {
