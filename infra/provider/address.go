@@ -262,7 +262,6 @@ func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState, due
 	for _, r := range due {
 		d.update(expiryKey(r.Name))
 	}
-
 	dr := driftOf(in, st)
 	if in.Address != st.Address || dr.address {
 		d.update("address")
@@ -410,11 +409,12 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, script); err != nil {
 			return st, err
 		}
-		// That restarted them after their kubeconfigs were renewed.
-		restart = nil
 	}
-	if len(restart) > 0 {
-		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(restart, ", ")+" for their renewed kubeconfigs", restartPods(restart)); err != nil {
+	// A regenerated manifest, or the move, restarted its pod after its
+	// kubeconfig was renewed already.
+	toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
+	if len(toRestart) > 0 {
+		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
 			return st, err
 		}
 	}
