@@ -136,3 +136,31 @@ func TestDestroyNeedsConsent(t *testing.T) {
 		t.Errorf("--yes: %v", err)
 	}
 }
+
+// --renew-certificates alone means every control-plane node; a name that
+// is none is refused, with the names that are.
+func TestRenewCertificatesFlag(t *testing.T) {
+	inv, _, err := inventory.Load(homelab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := newUpCommand()
+	if err := cmd.ParseFlags([]string{"--renew-certificates"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cmd.Flags().GetStringSlice("renew-certificates"); len(got) != 1 || got[0] != "*" {
+		t.Errorf("--renew-certificates alone: %v", got)
+	}
+	cmd = newPreviewCommand()
+	if err := cmd.ParseFlags([]string{"--renew-certificates=cp-2,cp-3"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := cmd.Flags().GetStringSlice("renew-certificates")
+	if err := checkRenewNodes(inv, got); err != nil || len(got) != 2 {
+		t.Errorf("cp-2,cp-3: %v %v", got, err)
+	}
+	err = checkRenewNodes(inv, []string{"cp-1", "gpu-1", "cp-9"})
+	if err == nil || !strings.Contains(err.Error(), "gpu-1, cp-9") || !strings.Contains(err.Error(), "cp-1, cp-2, cp-3") {
+		t.Errorf("a worker and a typo: %v", err)
+	}
+}

@@ -79,12 +79,41 @@ func interruptible(parent context.Context, errw io.Writer) (context.Context, con
 	return ctx, cancel
 }
 
+// addRenewFlag is --renew-certificates, for up and preview.
+func addRenewFlag(cmd *cobra.Command, nodes *[]string) {
+	cmd.Flags().StringSliceVar(nodes, "renew-certificates", nil, "renew every kubeadm certificate on the control-plane nodes now, whatever their dates (after a key leak, or to rehearse), one node at a time; "+
+		"--renew-certificates=NODE[,NODE] for some. Certificates within cluster.certificates.renewBefore of expiry are renewed by every up anyway")
+	cmd.Flags().Lookup("renew-certificates").NoOptDefVal = "*"
+}
+
+// checkRenewNodes refuses names that are not control-plane nodes, all at
+// once: a typo would otherwise renew nothing, silently.
+func checkRenewNodes(inv *inventory.Inventory, nodes []string) error {
+	var cps, bad []string
+	for _, n := range inv.ControlPlanes() {
+		cps = append(cps, n.Name)
+	}
+	for _, n := range nodes {
+		if n != "*" && !slices.Contains(cps, n) {
+			bad = append(bad, n)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("--renew-certificates: %s: not a control-plane node of the inventory (kubeadm's certificates are on %s; a worker's kubelet rotates its own)",
+			strings.Join(bad, ", "), strings.Join(cps, ", "))
+	}
+	return nil
+}
+
 func newUpCommand() *cobra.Command {
 	var refresh, skipVerify bool
-	var allow []string
+	var allow, renew []string
 	cmd := stackCommand("up -f FILE", "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+		if err := checkRenewNodes(s.Inv, renew); err != nil {
+			return err
+		}
 		start := time.Now()
-		res, err := s.Up(ctx, refresh, allow...)
+		res, err := s.UpFor(ctx, refresh, stack.Run{AllowDestroy: allow, RenewCertificates: renew})
 		if refusals := stack.Refusals(err); len(refusals) > 0 {
 			fmt.Fprintln(cmd.ErrOrStderr(), "\nrefused: destructive steps, each needing your consent for its node (nothing else was held back):")
 			for _, r := range refusals {
@@ -103,6 +132,7 @@ func newUpCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read every resource's live state first, so drift on the nodes is repaired")
 	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
 	cmd.Flags().StringSliceVar(&allow, "allow-destroy", nil, "NODE[,NODE]: consent, for this up only, to the destructive steps on these nodes that the plan needs (a reset, an etcd member removed, key files deleted, an unreachable node forgotten); preview lists them")
+	addRenewFlag(cmd, &renew)
 	return cmd
 }
 
@@ -201,8 +231,12 @@ func stackCommand(use, short string, run func(ctx context.Context, cmd *cobra.Co
 
 func newPreviewCommand() *cobra.Command {
 	var refresh bool
+	var renew []string
 	cmd := stackCommand("preview -f FILE", "Show what up would change on which node", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
-		changes, err := s.PreviewChanges(ctx, refresh)
+		if err := checkRenewNodes(s.Inv, renew); err != nil {
+			return err
+		}
+		changes, err := s.PreviewChangesFor(ctx, refresh, stack.Run{RenewCertificates: renew})
 		if err != nil {
 			return err
 		}
@@ -221,6 +255,7 @@ func newPreviewCommand() *cobra.Command {
 		return nil
 	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read live state first, so drift shows")
+	addRenewFlag(cmd, &renew)
 	return cmd
 }
 

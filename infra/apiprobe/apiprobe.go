@@ -101,7 +101,9 @@ func (r Readyz) Check(ctx context.Context, addr string) error {
 
 // ServedCertificate makes a TLS handshake with addr and returns the leaf
 // certificate served there, unverified: the caller compares it, to tell
-// "no answer" from "answers with the wrong certificate".
+// "no answer" from "answers with the wrong certificate". A server that
+// requires a client certificate (etcd) has shown its own before it ends
+// the handshake: that one is returned.
 func ServedCertificate(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string) (*x509.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
@@ -113,13 +115,20 @@ func ServedCertificate(ctx context.Context, dial func(ctx context.Context, netwo
 		return nil, err
 	}
 	defer raw.Close()
-	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
-	if err := conn.HandshakeContext(ctx); err != nil {
+	var shown []byte
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12,
+		VerifyPeerCertificate: func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
+			if len(rawCerts) > 0 {
+				shown = rawCerts[0]
+			}
+			return nil
+		}})
+	err = conn.HandshakeContext(ctx)
+	if shown != nil {
+		return x509.ParseCertificate(shown)
+	}
+	if err != nil {
 		return nil, err
 	}
-	certs := conn.ConnectionState().PeerCertificates
-	if len(certs) == 0 {
-		return nil, errors.New("no certificate")
-	}
-	return certs[0], nil
+	return nil, errors.New("no certificate")
 }

@@ -191,3 +191,32 @@ func TestServedCertificate(t *testing.T) {
 		t.Error("a closed port served a certificate")
 	}
 }
+
+// etcd requires a client certificate: with TLS 1.2 the handshake fails
+// once the server has shown its own, which is still the answer.
+func TestServedCertificateRequiringAClientCertificate(t *testing.T) {
+	cluster := newCA(t)
+	for _, maxVersion := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+			Certificates: []tls.Certificate{cluster.serving(t, []string{"etcd-1"})},
+			ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: cluster.pool, MaxVersion: maxVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.(*tls.Conn).Handshake()
+				c.Close()
+			}
+		}()
+		leaf, err := ServedCertificate(context.Background(), nil, l.Addr().String())
+		l.Close()
+		if err != nil || !slices.Equal(leaf.DNSNames, []string{"etcd-1"}) {
+			t.Errorf("TLS max %x: %v, %v", maxVersion, leaf, err)
+		}
+	}
+}

@@ -21,7 +21,11 @@ func expiryVerdict(e nodefacts.Expiry, now time.Time, renewBefore time.Duration)
 	case left <= 0:
 		return Fail, fmt.Sprintf("%s expired %s ago (%s)", e.Subject, roundLeft(-left), until)
 	case left <= renewBefore:
-		return Warn, fmt.Sprintf("%s expires in %s (%s), inside cluster.certificates.renewBefore %s", e.Subject, roundLeft(left), until, renewBefore)
+		next := "the next homelab up renews it"
+		if _, ok := nodefacts.RenewableOf(e.Path); !ok {
+			next = "the kubelet rotates it"
+		}
+		return Warn, fmt.Sprintf("%s expires in %s (%s), inside cluster.certificates.renewBefore %s: %s", e.Subject, roundLeft(left), until, renewBefore, next)
 	}
 	return OK, fmt.Sprintf("%s, %s left (%s)", e.Subject, roundLeft(left), until)
 }
@@ -40,9 +44,15 @@ func (d *doctor) checkExpiry(n inventory.Node, f *nodeFacts) {
 	for _, e := range f.expiry {
 		st, detail := expiryVerdict(e, time.Now(), renew)
 		d.r.add("cert expiry", n.Name+":"+e.Path, st, "%s", detail)
-		if st == Fail {
-			d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; renew it (kubeadm certs renew on the node, then restart the static pods)",
-				n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
+		if st != Fail {
+			continue
 		}
+		if _, ok := nodefacts.RenewableOf(e.Path); !ok {
+			d.r.cause("%s's %s expired on %s: the kubelet rotates it before it expires and cannot once it has; the node needs a new kubelet.conf (kubeadm's troubleshooting: kubelet client certificate rotation fails)",
+				n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
+			continue
+		}
+		d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; homelab up renews it over SSH; if up cannot reach the cluster (admin.conf or the apiserver's own certificates expired), run kubeadm certs renew all on each control-plane node and restart its static pods, then up, which re-issues the serving certificates with the inventory's SANs",
+			n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
 	}
 }

@@ -15,6 +15,11 @@ const (
 	// destructive step may run, for the Pulumi CLI path; `homelab up` takes
 	// --allow-destroy and ignores an exported value.
 	AllowDestroy = "HOMELAB_ALLOW_DESTROY"
+	// RenewCertificates names the control-plane nodes (comma-separated,
+	// * for all) whose certificates are renewed whatever their dates, for
+	// the Pulumi CLI path; `homelab up` takes --renew-certificates and
+	// ignores an exported value.
+	RenewCertificates = "HOMELAB_RENEW_CERTIFICATES"
 	// Netns is a network namespace path from which the provider, verify and
 	// doctor dial the nodes (the emulated homelab's gateway; set by homelab
 	// itself for an inventory of the running lab).

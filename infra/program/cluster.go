@@ -219,7 +219,8 @@ func (b *build) etcdMembership() error {
 // controlPlaneAddresses come after etcd's membership: a re-addressed
 // member's peer URL must be updated before its etcd restarts on the new
 // address, or its peers could not reach it. One node at a time, each
-// healthy again before the next, so etcd never loses quorum.
+// healthy again before the next, so etcd never loses quorum and the API
+// stays served while each renews its certificates.
 func (b *build) controlPlaneAddresses() error {
 	apiSANs, etcdSANs := b.r.APIServerSANs.Strings(), b.r.EtcdSANs.Strings()
 	componentArgs := pulumi.StringArrayMap{}
@@ -242,6 +243,8 @@ func (b *build) controlPlaneAddresses() error {
 			"configPath":    pulumi.String(kubeadm.InitConfigPath),
 			"port":          pulumi.Int(b.inv.Cluster.Endpoint.Port),
 			"componentArgs": componentArgs,
+			"renewBefore":   pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
+			"endpoint":      pulumi.String(b.inv.Endpoint()),
 		}, &ControlPlaneAddressHandle{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
 		if err != nil {
 			return err

@@ -240,3 +240,25 @@ func TestSingleIPLayoutHasNoKeepalived(t *testing.T) {
 		t.Error("init has no dependencies")
 	}
 }
+
+// Every control-plane node renews its certificates within the declared
+// window, checking the API through the endpoint, and one node after the
+// other: each ControlPlaneAddress waits for the previous one.
+func TestCertificateRenewalInputs(t *testing.T) {
+	m := runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.Certificates.RenewBefore = "1000h" })
+	const addr = "homelab:index:ControlPlaneAddress"
+	prev := ""
+	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
+		a := m.get(t, addr, cp)
+		if got := a.inputs["renewBefore"].StringValue(); got != "1000h" {
+			t.Errorf("%s renews %s before expiry, declared 1000h", cp, got)
+		}
+		if got := a.inputs["endpoint"].StringValue(); got != "10.0.0.100:6443" {
+			t.Errorf("%s checks the API through %s", cp, got)
+		}
+		if prev != "" && !dependsOn(a, addr, prev) {
+			t.Errorf("%s does not wait for %s: renewals must go one node at a time", cp, prev)
+		}
+		prev = cp
+	}
+}

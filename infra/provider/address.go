@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -29,7 +30,9 @@ import (
 // kubeadm does not follow an address change (kubeadm #3299) and `kubeadm
 // certs renew` keeps the old SANs (kubeadm #1447): this resource compares
 // the live certificates' SANs with the required set and regenerates those
-// that differ, whether or not the files exist.
+// that differ, whether or not the files exist. It renews the node's
+// certificates before they expire the same way (renewal.go), since both
+// re-issue certificates on one node while the others serve.
 type ControlPlaneAddress struct{}
 
 type ControlPlaneAddressArgs struct {
@@ -48,6 +51,12 @@ type ControlPlaneAddressArgs struct {
 	// ComponentArgs are the flags (name=value) each control-plane
 	// component's static pod must run with, by pod name (kube-apiserver).
 	ComponentArgs map[string][]string `pulumi:"componentArgs,optional"`
+	// RenewBefore is how long before its expiry a certificate is renewed
+	// (a Go duration; the inventory's cluster.certificates.renewBefore).
+	RenewBefore string `pulumi:"renewBefore,optional"`
+	// Endpoint is the controlPlaneEndpoint (host:port), through which the
+	// API must still answer once the node's certificates are renewed.
+	Endpoint string `pulumi:"endpoint,optional"`
 }
 
 type ControlPlaneAddressState struct {
@@ -63,10 +72,13 @@ type ControlPlaneAddressState struct {
 	// LiveArgs are the declared flags' live values, keyed pod/flag; a flag
 	// the manifest lacks is absent.
 	LiveArgs map[string]string `pulumi:"liveArgs,optional"`
+	// LiveExpiry is each renewable certificate's NotAfter (RFC 3339), by
+	// nodefacts.Renewable name.
+	LiveExpiry map[string]string `pulumi:"liveExpiry,optional"`
 }
 
 func (c *ControlPlaneAddress) Annotate(a infer.Annotator) {
-	a.Describe(&c, "A control-plane node's address as kubeadm baked it in (manifests, kubeconfigs, node IP) and its certificates' SANs, kept equal to the inventory.")
+	a.Describe(&c, "A control-plane node's address as kubeadm baked it in (manifests, kubeconfigs, node IP) and its certificates' SANs, kept equal to the inventory, and its certificates renewed before they expire.")
 	a.SetToken("index", "ControlPlaneAddress")
 }
 
@@ -77,13 +89,21 @@ func (in ControlPlaneAddressArgs) configPath() string {
 	return in.ConfigPath
 }
 
-func readLive(ctx context.Context, c ssh.Executor, st *ControlPlaneAddressState) error {
-	out, _, err := query(ctx, c, nodefacts.ProbeScript)
+// liveScript reads the node's configuration and its certificates' dates
+// in one round trip: each parser skips the other's lines.
+var liveScript = nodefacts.ProbeScript + "\n" + nodefacts.ExpiryScript
+
+// readLive records what the node has in st, and returns the
+// certificates' expiries as read.
+func readLive(ctx context.Context, c ssh.Executor, st *ControlPlaneAddressState) ([]nodefacts.Expiry, error) {
+	out, _, err := query(ctx, c, liveScript)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setLive(st, nodefacts.ParseProbe(out))
-	return nil
+	exp := nodefacts.ParseExpiry(out)
+	st.LiveExpiry = liveExpiryOf(exp)
+	return exp, nil
 }
 
 // setLive records what the node's files say, as the state keeps it.
@@ -207,7 +227,7 @@ func (ControlPlaneAddress) Create(ctx context.Context, req infer.CreateRequest[C
 	if req.DryRun {
 		return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, nil
 	}
-	st, err := convergeAddress(ctx, in)
+	st, err := convergeAddress(ctx, in, nil, renewalAsked(in.Connection.Node))
 	return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, err
 }
 
@@ -223,7 +243,8 @@ func (ControlPlaneAddress) Read(ctx context.Context, req infer.ReadRequest[Contr
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, addressRead, func(c ssh.Executor) (ControlPlaneAddressState, error) {
 		st := req.State
-		return st, readLive(ctx, c, &st)
+		_, err := readLive(ctx, c, &st)
+		return st, err
 	})
 	if err != nil {
 		return infer.ReadResponse[ControlPlaneAddressArgs, ControlPlaneAddressState]{}, err
@@ -232,10 +253,15 @@ func (ControlPlaneAddress) Read(ctx context.Context, req infer.ReadRequest[Contr
 }
 
 // addressChanges compares the inventory with what the node has, not with
-// the last inputs: the point is drift kubeadm left behind. Update fixes
-// whatever driftOf finds when it runs, reading the node again first.
-func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState) changeSet {
+// the last inputs: the point is drift kubeadm left behind, and
+// certificates about to expire (due, from renewalsOf). Update fixes
+// whatever driftOf and renewalsOf find when it runs, reading the node
+// again first.
+func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState, due []renewal) changeSet {
 	d := changeSet{}
+	for _, r := range due {
+		d.update(expiryKey(r.Name))
+	}
 	dr := driftOf(in, st)
 	if in.Address != st.Address || dr.address {
 		d.update("address")
@@ -253,7 +279,18 @@ func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState) cha
 }
 
 func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.DiffResponse, error) {
-	return addressChanges(req.Inputs, req.State).diff(false), nil
+	node := req.Inputs.Connection.Node
+	due := renewalsOf(req.Inputs, req.State, time.Now(), renewalAsked(node))
+	for _, r := range due {
+		p.GetLogger(ctx).Infof("%s: renews %s", node, r)
+	}
+	d := addressChanges(req.Inputs, req.State, due)
+	if renewalAsked(node) && len(req.State.LiveExpiry) == 0 {
+		// Asked for, and no date read yet (a stack made before they were
+		// read): Update reads them and renews all.
+		d.update("liveExpiry")
+	}
+	return d.diff(false), nil
 }
 
 func (ControlPlaneAddress) Update(ctx context.Context, req infer.UpdateRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.UpdateResponse[ControlPlaneAddressState], error) {
@@ -262,7 +299,7 @@ func (ControlPlaneAddress) Update(ctx context.Context, req infer.UpdateRequest[C
 	if req.DryRun {
 		return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, nil
 	}
-	st, err := convergeAddress(ctx, req.Inputs)
+	st, err := convergeAddress(ctx, req.Inputs, &req.State, renewalAsked(req.Inputs.Connection.Node))
 	return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, err
 }
 
@@ -271,32 +308,65 @@ func (ControlPlaneAddress) Delete(ctx context.Context, req infer.DeleteRequest[C
 	return infer.DeleteResponse{}, nil
 }
 
-// convergeAddress reads the node and fixes what differs. The node's etcd member
-// must already carry the new peer URL (EtcdMembers runs first): otherwise
-// the restarted member could not be reached by its peers and would never
-// become healthy. It returns once this node's etcd and apiserver are
-// healthy again, so the next control-plane node is touched only then and
-// etcd never loses more than one member at a time.
-func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPlaneAddressState, error) {
+// convergeAddress reads the node and fixes what differs, and renews its
+// certificates that are due (all of them when asked). The node's etcd
+// member must already carry the new peer URL (EtcdMembers runs first):
+// otherwise the restarted member could not be reached by its peers and
+// would never become healthy. It returns once this node's etcd and
+// apiserver are healthy again, serving the certificates now in their
+// files, so the next control-plane node is touched only then and etcd
+// never loses more than one member at a time.
+//
+// last is the state Update starts from (nil for Create). A node that does
+// not answer, and whose only changes are renewals, is left for the next
+// up with a warning rather than failing this one: the nodes after it are
+// renewed meanwhile, and its own certificates stay due in its state.
+func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *ControlPlaneAddressState, asked bool) (ControlPlaneAddressState, error) {
 	st := ControlPlaneAddressState{ControlPlaneAddressArgs: in}
 	node := in.Connection.Node
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
+		if last != nil && failureOf(err) == nodeUnreachable && len(addressChanges(in, *last, nil)) == 0 {
+			logUnread(ctx, node, err, "its certificates are not renewed by this up; the next up renews them once it answers")
+			kept := *last
+			kept.ControlPlaneAddressArgs = in
+			return kept, nil
+		}
 		return st, err
 	}
 	defer c.Close()
-	if err := readLive(ctx, c, &st); err != nil {
+	before, err := readLive(ctx, c, &st)
+	if err != nil {
 		return st, err
 	}
 	dr := driftOf(in, st)
-	if len(dr.problems) == 0 {
+	due := renewalsOf(in, st, time.Now(), asked)
+	if len(dr.problems) == 0 && len(due) == 0 {
 		return st, nil
 	}
-	p.GetLogger(ctx).Infof("%s: %s", node, strings.Join(dr.problems, "; "))
+	log := p.GetLogger(ctx)
+	if len(dr.problems) > 0 {
+		log.Infof("%s: %s", node, strings.Join(dr.problems, "; "))
+	}
+	for _, r := range due {
+		log.Infof("%s: renewing %s", node, r)
+	}
 	cfg := " --config " + quote(in.configPath())
 
-	if len(dr.certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "regenerating "+strings.Join(dr.certs, ", "), regenerateCerts(in.configPath(), dr.certs)); err != nil {
+	renewed, kubeconfigs, restart := renewedCerts(due)
+	certs := slices.Clone(dr.certs)
+	for _, f := range renewed {
+		if !slices.Contains(certs, f) {
+			certs = append(certs, f)
+		}
+	}
+	if len(certs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(in.configPath(), certs)); err != nil {
+			return st, err
+		}
+	}
+	if len(kubeconfigs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(in.configPath(), kubeconfigs)); err != nil {
 			return st, err
 		}
 	}
@@ -332,64 +402,200 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs) (ControlPl
 		// the controller-manager and scheduler their kubeconfigs likewise:
 		// their manifests did not change, so the kubelet restarts them
 		// once they exit.
-		script += "systemctl restart kubelet\n" +
-			"pkill -x kube-controller-manager || true\npkill -x kube-scheduler || true\n"
+		script += "systemctl restart kubelet\n"
+		for _, pod := range []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
+			script += "pkill -f " + quote(nodefacts.ProcessPattern(pod)) + " || true\n"
+		}
 		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, script); err != nil {
 			return st, err
 		}
 	}
-	if err := waitHealthy(ctx, c, in, len(dr.certs) > 0 && !dr.address && !slices.Contains(dr.pods, "kube-apiserver")); err != nil {
+	// A regenerated manifest, or the move, restarted its pod after its
+	// kubeconfig was renewed already.
+	toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
+	if len(toRestart) > 0 {
+		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
+			return st, err
+		}
+	}
+	s := settle{served: servedOf(certs, in.port()), components: restart, endpoint: len(due) > 0 && in.Endpoint != ""}
+	if err := waitHealthy(ctx, c, in, s); err != nil {
 		return st, fmt.Errorf("%s: %w", node, err)
 	}
-	if err := readLive(ctx, c, &st); err != nil {
+	after, err := readLive(ctx, c, &st)
+	if err != nil {
 		return st, err
 	}
-	if left := driftOf(in, st); len(left.problems) > 0 {
-		return st, fmt.Errorf("%s: still differs after the fix: %s", node, strings.Join(left.problems, "; "))
+	left := driftOf(in, st).problems
+	left = append(left, notRenewed(due, before, after, time.Now(), in.renewBefore())...)
+	if len(left) > 0 {
+		return st, fmt.Errorf("%s: still differs after the fix: %s", node, strings.Join(left, "; "))
 	}
 	return st, nil
 }
 
+func (in ControlPlaneAddressArgs) port() int {
+	if in.Port == 0 {
+		return 6443
+	}
+	return in.Port
+}
+
+// notRenewed says which renewals the node's certificates do not show:
+// each must be another certificate than before (its serial: a renewal
+// asked for right after the last may end the same second), valid beyond
+// renewBefore.
+func notRenewed(due []renewal, before, after []nodefacts.Expiry, now time.Time, renewBefore time.Duration) []string {
+	byName := func(list []nodefacts.Expiry) map[string]nodefacts.Expiry {
+		m := map[string]nodefacts.Expiry{}
+		for _, e := range list {
+			if r, ok := nodefacts.RenewableOf(e.Path); ok {
+				m[r.Name()] = e
+			}
+		}
+		return m
+	}
+	was, is := byName(before), byName(after)
+	var out []string
+	for _, r := range due {
+		e, ok := is[r.Name]
+		switch {
+		case !ok:
+			out = append(out, r.Name+" is gone")
+		case e.Serial == was[r.Name].Serial:
+			out = append(out, fmt.Sprintf("%s was not renewed (valid until %s)", r.Name, stamp(e.NotAfter)))
+		case e.NotAfter.Sub(now) <= renewBefore:
+			out = append(out, fmt.Sprintf("%s was renewed only until %s, within renewBefore %s: the node's kubeadm config declares a shorter validity", r.Name, stamp(e.NotAfter), renewBefore))
+		}
+	}
+	return out
+}
+
+// servedCert is a serving certificate re-issued on the node: a renewed
+// file is not yet a renewed server, so the node counts as healthy only
+// once its component serves the file's certificate at port.
+type servedCert struct {
+	file, port, pod string
+}
+
+// servedOf lists the serving certificates among re-issued files.
+func servedOf(certs []string, apiPort int) []servedCert {
+	var out []servedCert
+	for _, f := range certs {
+		switch f {
+		case nodefacts.APIServerCert:
+			out = append(out, servedCert{f, strconv.Itoa(apiPort), nodefacts.KubeAPIServer})
+		case nodefacts.EtcdServerCert:
+			out = append(out, servedCert{f, "2379", nodefacts.Etcd})
+		case nodefacts.EtcdPeerCert:
+			out = append(out, servedCert{f, "2380", nodefacts.Etcd})
+		}
+	}
+	return out
+}
+
+// settle is what the node must show, beyond a healthy etcd member and
+// apiserver, before the next node is touched.
+type settle struct {
+	served []servedCert
+	// components are restarted static pods whose health endpoints must
+	// answer.
+	components []string
+	// endpoint: the API must answer through the controlPlaneEndpoint too.
+	endpoint bool
+}
+
 // waitHealthy waits for this node's etcd member and for its apiserver to
-// serve /readyz with a certificate valid for the node's address. The
-// apiserver reloads a regenerated serving certificate by itself; when it
-// has not after a while (certsOnly: nothing restarted it), it is
-// restarted.
-func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs, certsOnly bool) error {
+// serve /readyz with a certificate valid for the node's address, and for
+// what s adds. The apiserver and etcd reload re-issued certificates by
+// themselves, so they are not restarted, which would take the VIP away
+// from its holder for keepalived's check interval; one that still serves
+// an old certificate after the reload grace is restarted, once.
+func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs, s settle) error {
+	pr := probesOf(ctx)
 	caPEM, err := c.Read(ctx, nodefacts.CACert)
 	if err != nil {
 		return err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	port := in.Port
-	if port == 0 {
-		port = 6443
+	files := map[string][]byte{}
+	for _, sc := range s.served {
+		data, err := c.Read(ctx, nodefacts.PKIFile(sc.file))
+		if err != nil {
+			return err
+		}
+		cert, err := nodefacts.ParseCertPEM(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.file, err)
+		}
+		files[sc.file] = cert.Raw
 	}
 	// Verified for the node's own address: a certificate lacking it fails.
-	readyz := apiprobe.Readyz{CA: pool, Dial: c.DialContext}
-	addr := net.JoinHostPort(in.Address, strconv.Itoa(port))
-	deadline := time.Now().Add(4 * time.Minute)
-	restartAt := time.Now().Add(30 * time.Second)
-	var lastEtcd, lastAPI error
-	for time.Now().Before(deadline) {
-		if lastEtcd = etcdHealthy(ctx, c); lastEtcd == nil {
-			if lastAPI = readyz.Check(ctx, addr); lastAPI == nil {
-				return nil
+	readyz := apiprobe.Readyz{CA: pool}
+	addr := net.JoinHostPort(in.Address, strconv.Itoa(in.port()))
+	start := time.Now()
+	restarted := map[string]bool{}
+	for {
+		var stale []servedCert
+		var last error
+		for _, sc := range s.served {
+			got, err := pr.served(ctx, c, net.JoinHostPort(in.Address, sc.port))
+			switch {
+			case err != nil:
+				last = fmt.Errorf("%s at port %s: %w", sc.pod, sc.port, err)
+			case !bytes.Equal(got.Raw, files[sc.file]):
+				stale = append(stale, sc)
+				last = fmt.Errorf("%s still serves its previous %s (valid until %s) at port %s", sc.pod, sc.file, stamp(got.NotAfter), sc.port)
 			}
 		}
-		if certsOnly && time.Now().After(restartAt) {
-			p.GetLogger(ctx).Warningf("%s: the apiserver still serves its old certificate; restarting it", in.Connection.Node)
-			_, _ = c.Run(ctx, "pkill -x kube-apiserver || true")
-			certsOnly = false
+		if last == nil {
+			last = healthy(ctx, c, pr, in, s, readyz, addr)
+		}
+		if last == nil {
+			return nil
+		}
+		if time.Since(start) > pr.timeout {
+			return fmt.Errorf("not healthy after the change: %w", last)
+		}
+		if time.Since(start) > pr.reloadGrace {
+			for _, sc := range stale {
+				if !restarted[sc.pod] {
+					p.GetLogger(ctx).Warningf("%s: %s still serves its previous %s; restarting it", in.Connection.Node, sc.pod, sc.file)
+					_, _ = c.Run(ctx, "pkill -f "+quote(nodefacts.ProcessPattern(sc.pod))+" || true")
+					restarted[sc.pod] = true
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(pr.poll):
 		}
 	}
-	return fmt.Errorf("not healthy after the change: etcd: %v; apiserver: %v", lastEtcd, lastAPI)
+}
+
+// healthy is one round of waitHealthy's checks but the served certificates.
+func healthy(ctx context.Context, c ssh.Executor, pr probes, in ControlPlaneAddressArgs, s settle, readyz apiprobe.Readyz, addr string) error {
+	if err := pr.etcd(ctx, c); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	if err := pr.readyz(ctx, c, readyz, addr); err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	for _, pod := range s.components {
+		if err := pr.healthz(ctx, c, nodefacts.HealthEndpoints[pod]); err != nil {
+			return fmt.Errorf("%s: %w", pod, err)
+		}
+	}
+	if s.endpoint {
+		r := readyz
+		r.ServerName, _, _ = net.SplitHostPort(in.Endpoint)
+		if err := pr.readyz(ctx, c, r, in.Endpoint); err != nil {
+			return fmt.Errorf("apiserver through the endpoint %s: %w", in.Endpoint, err)
+		}
+	}
+	return nil
 }
 
 func etcdHealthy(ctx context.Context, c ssh.Executor) error {
@@ -414,24 +620,33 @@ func etcdHealthy(ctx context.Context, c ssh.Executor) error {
 }
 
 // regenerateCerts issues new certificates with kubeadm in a staging
-// directory holding only the CAs (kubeadm keeps an existing certificate
-// whatever its SANs, so it must not see the old ones), then moves each
-// pair into place. The running etcd and apiserver never find a
-// certificate missing: both reload theirs from the files by themselves.
+// directory holding only the CAs they need (kubeadm keeps an existing
+// certificate whatever its SANs and dates, so it must not see the old
+// ones), then moves each pair into place. The running etcd and apiserver
+// never find a certificate missing: both reload theirs from the files by
+// themselves. certs are relative to PKIDir.
 func regenerateCerts(config string, certs []string) string {
 	script := `set -e
 pki=` + nodefacts.PKIDir + `
 t=$(mktemp -d /etc/kubernetes/.homelab-pki.XXXXXX)
 trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/etcd"
-cp -p $pki/ca.crt $pki/ca.key "$t/"
-cp -p $pki/etcd/ca.crt $pki/etcd/ca.key "$t/etcd/"
-sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/config.yaml"
 `
+	var cas []string
+	for _, f := range certs {
+		if r, ok := nodefacts.RenewableNamed(f); ok && !slices.Contains(cas, r.CA) {
+			cas = append(cas, r.CA)
+		}
+	}
+	for _, ca := range cas {
+		dir := strings.TrimSuffix(path.Dir(ca), ".")
+		script += "cp -p $pki/" + ca + ".crt $pki/" + ca + `.key "$t/` + dir + "\"\n"
+	}
+	script += `sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/config.yaml"` + "\n"
 	for _, f := range certs {
 		base := strings.TrimSuffix(f, ".crt")
-		sc, _ := nodefacts.ServingCertOf(f)
-		script += "kubeadm init phase certs " + sc.Phase + ` --config "$t/config.yaml"` + "\n" +
+		r, _ := nodefacts.RenewableNamed(f)
+		script += "kubeadm init phase certs " + r.Phase + ` --config "$t/config.yaml"` + "\n" +
 			`mv -f "$t/` + base + `.key" $pki/` + base + ".key\n" +
 			`mv -f "$t/` + base + `.crt" $pki/` + base + ".crt\n"
 	}

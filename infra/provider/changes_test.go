@@ -254,6 +254,6 @@ func TestAddressChanges(t *testing.T) {
 		}(), map[string]p.DiffKind{"sans": upd}},
 		{"a new key", ControlPlaneAddressArgs{Connection: rekeyed, Address: in.Address, APIServerSANs: in.APIServerSANs, EtcdSANs: in.EtcdSANs, Port: 6443}, live, map[string]p.DiffKind{"connection": upd}},
 	} {
-		checkChanges(t, tc.name, addressChanges(tc.in, tc.st), tc.want)
+		checkChanges(t, tc.name, addressChanges(tc.in, tc.st, nil), tc.want)
 	}
 }

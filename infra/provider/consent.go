@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
 
@@ -27,13 +25,7 @@ const RefusedMarker = "DESTRUCTIVE, refused:"
 
 // consented reports whether the user allowed destructive steps on node;
 // consented("*") whether they allowed them on every node.
-func consented(node string) bool {
-	allowed := strings.Split(os.Getenv(EnvAllowDestroy), ",")
-	for i := range allowed {
-		allowed[i] = strings.TrimSpace(allowed[i])
-	}
-	return slices.Contains(allowed, "*") || slices.Contains(allowed, node)
-}
+func consented(node string) bool { return listed(os.Getenv(EnvAllowDestroy), node) }
 
 // refused is the error of a destructive step without consent: what it
 // would destroy and the exact way to allow it, for this node only.

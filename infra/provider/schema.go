@@ -274,6 +274,8 @@ func (c *ControlPlaneAddressArgs) Annotate(a infer.Annotator) {
 	a.Describe(&c.Config, "No longer used (stacks made by earlier versions hold it).")
 	a.Describe(&c.Port, "The apiserver's port.")
 	a.Describe(&c.ComponentArgs, "Flags each control-plane static pod must run with (name=value), by pod name.")
+	a.Describe(&c.RenewBefore, "How long before its expiry a certificate of the node is renewed (a Go duration, the inventory's cluster.certificates.renewBefore; default 720h). HOMELAB_RENEW_CERTIFICATES=NODE renews them all in that run.")
+	a.Describe(&c.Endpoint, "The controlPlaneEndpoint (host:port): after a renewal the API must answer /readyz through it as well as on the node.")
 }
 
 func (c *ControlPlaneAddressState) Annotate(a infer.Annotator) {
@@ -283,4 +285,5 @@ func (c *ControlPlaneAddressState) Annotate(a infer.Annotator) {
 	a.Describe(&c.LiveKubeconfig, "The server of each kubeconfig the node's own components use, read live.")
 	a.Describe(&c.LiveSANs, "Each certificate's SANs, read live.")
 	a.Describe(&c.LiveArgs, "The declared flags' live values, by pod/flag (absent: the manifest lacks the flag).")
+	a.Describe(&c.LiveExpiry, "When each certificate kubeadm issued on the node expires (RFC 3339), read live, by name (apiserver.crt, etcd/peer.crt, admin.conf, ...); one within renewBefore is renewed.")
 }

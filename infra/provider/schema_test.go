@@ -88,6 +88,11 @@ func TestEarlierStateDecodes(t *testing.T) {
 			"ignorePreflight": []any{}, "via": conn, "bootstrapToken": "abcdef.0123456789abcdef", "peers": []any{conn}, "joined": true}},
 		{&ControlPlaneAddressState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "apiServerSANs": []any{"a"}, "etcdSANs": []any{"b"},
 			"config": "kind: InitConfiguration", "port": 6443.0, "componentArgs": map[string]any{}, "liveAdvertise": "10.0.0.120", "liveEtcdPeer": "10.0.0.120", "liveNodeIP": "10.0.0.120"}},
+		// Before certificates were renewed: no renewBefore, endpoint or liveExpiry.
+		{&ControlPlaneAddressState{}, map[string]any{"connection": conn, "address": "10.0.0.120", "apiServerSANs": []any{"a"}, "etcdSANs": []any{"b"},
+			"configPath": "/etc/kubernetes/kubeadm/init.yaml", "port": 6443.0, "componentArgs": map[string]any{"kube-scheduler": []any{"bind-address=127.0.0.1"}},
+			"liveAdvertise": "10.0.0.120", "liveEtcdPeer": "10.0.0.120", "liveNodeIP": "10.0.0.120", "liveKubeconfig": map[string]any{"kubelet.conf": "10.0.0.120"},
+			"liveSANs": map[string]any{"apiserver.crt": "10.0.0.120,cp-1"}, "liveArgs": map[string]any{"kube-scheduler/bind-address": "127.0.0.1"}}},
 		{&DataplaneState{}, map[string]any{"via": conn, "nodes": []any{conn}, "replacement": "none", "initConfigPath": "/etc/kubernetes/kubeadm/init.yaml",
 			"values": "{}", "chartRepo": "https://helm.cilium.io", "chartName": "cilium", "chartVersion": "1.18.4", "release": "cilium", "namespace": "kube-system",
 			"wait": "", "kubeProxy": true, "releasePresent": false}},

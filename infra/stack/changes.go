@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
@@ -20,12 +21,20 @@ type Change struct {
 	// Destroys says what the step destroys ("" when nothing): it needs
 	// the user's consent for Node (up --allow-destroy Node).
 	Destroys, Node string
+	// Renews are the certificates the step renews on its node, each with
+	// the date it was valid until.
+	Renews []string
+	// paths are the detailed diff's property paths.
+	paths []string
 }
 
 func (c Change) String() string {
 	s := c.Op + " " + c.Type + " " + c.Name
 	if len(c.Keys) > 0 {
 		s += " (" + strings.Join(c.Keys, ", ") + ")"
+	}
+	if len(c.Renews) > 0 {
+		s += ": renews " + strings.Join(c.Renews, ", ")
 	}
 	if c.Destroys != "" {
 		s += ": DESTRUCTIVE, " + c.Destroys + "; refused unless up --allow-destroy " + c.Node
@@ -67,6 +76,23 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 		if cni, _ := oldState["cni"].(string); cni != "none" {
 			c.Node, c.Destroys = "*", "uninstalls the Cilium pod network: every pod's network is cut"
 		}
+	case c.Type == "homelab:index:ControlPlaneAddress" && c.Op == string(apitype.OpUpdate):
+		// The provider keys each renewal by the certificate's entry in
+		// liveExpiry, whose old value is the date that makes it due.
+		exp, _ := oldState["liveExpiry"].(map[string]any)
+		for _, p := range c.paths {
+			name, ok := strings.CutPrefix(p, `liveExpiry["`)
+			if !ok {
+				continue
+			}
+			name = strings.TrimSuffix(name, `"]`)
+			until, _ := exp[name].(string)
+			if t, err := time.Parse(time.RFC3339, until); err == nil {
+				until = t.UTC().Format("2006-01-02 15:04 MST")
+			}
+			c.Renews = append(c.Renews, name+" (valid until "+until+")")
+		}
+		sort.Strings(c.Renews)
 	case c.Type == "homelab:index:File" && c.Op == string(apitype.OpDelete):
 		node, path, _ := strings.Cut(c.Name, ":")
 		if strings.HasPrefix(path, "/etc/kubernetes/pki/") && strings.HasSuffix(path, ".key") || strings.HasPrefix(path, "/etc/kubernetes/encryption/") {
@@ -89,6 +115,12 @@ func asList(v any) []map[string]any {
 
 // PreviewChanges previews and returns every step other than "same", sorted.
 func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, error) {
+	return s.PreviewChangesFor(ctx, refresh, Run{})
+}
+
+// PreviewChangesFor is PreviewChanges for what up would do given run
+// (--renew-certificates).
+func (s *Stack) PreviewChangesFor(ctx context.Context, refresh bool, run Run) ([]Change, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
@@ -109,7 +141,11 @@ func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, err
 			if m.New != nil {
 				inputs = m.New.Inputs
 			}
-			out = append(out, classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs}, old, inputs))
+			var paths []string
+			for p := range m.DetailedDiff {
+				paths = append(paths, p)
+			}
+			out = append(out, classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs, paths: paths}, old, inputs))
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 		done <- out
@@ -118,7 +154,10 @@ func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, err
 	if refresh {
 		opts = append(opts, optpreview.Refresh())
 	}
-	_, err := s.s.Preview(ctx, opts...)
+	err := s.withRun(run, func() error {
+		_, err := s.s.Preview(ctx, opts...)
+		return err
+	})
 	changes := <-done
 	return changes, err
 }

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,3 +59,18 @@ func TestRefusals(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// preview names each certificate a node's ControlPlaneAddress renews and
+// the date that makes it due, from the provider's detailed diff.
+func TestPreviewNamesRenewals(t *testing.T) {
+	c := classify(Change{Type: "homelab:index:ControlPlaneAddress", Name: "cp-2", Op: "update", Keys: []string{"liveExpiry", "sans"},
+		paths: []string{"sans", `liveExpiry["etcd/peer.crt"]`, `liveExpiry["admin.conf"]`}},
+		map[string]any{"liveExpiry": map[string]any{"admin.conf": "2027-01-10T08:00:00Z", "etcd/peer.crt": "2027-01-11T09:30:00Z", "apiserver.crt": "2027-11-01T00:00:00Z"}}, nil)
+	want := []string{"admin.conf (valid until 2027-01-10 08:00 UTC)", "etcd/peer.crt (valid until 2027-01-11 09:30 UTC)"}
+	if !slices.Equal(c.Renews, want) || c.Destroys != "" {
+		t.Errorf("renews %q, want %q (destroys %q)", c.Renews, want, c.Destroys)
+	}
+	if !strings.Contains(c.String(), "cp-2 (liveExpiry, sans): renews admin.conf") {
+		t.Errorf("preview line %q", c)
+	}
+}

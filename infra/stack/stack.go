@@ -98,10 +98,13 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 		progress = io.Discard
 	}
 	// Consent is given per command (--allow-destroy), never inherited
-	// from a shell that exported it once.
-	if v, ok := os.LookupEnv(provider.EnvAllowDestroy); ok {
-		os.Unsetenv(provider.EnvAllowDestroy)
-		fmt.Fprintf(progress, "note: %s=%s from the environment is ignored; homelab up takes --allow-destroy NODE\n", provider.EnvAllowDestroy, v)
+	// from a shell that exported it once; so is a renewal of every
+	// certificate, or each up would renew them all again.
+	for env, flag := range map[string]string{provider.EnvAllowDestroy: "--allow-destroy NODE", provider.EnvRenewCertificates: "--renew-certificates"} {
+		if v, ok := os.LookupEnv(env); ok {
+			os.Unsetenv(env)
+			fmt.Fprintf(progress, "note: %s=%s from the environment is ignored; homelab up takes %s\n", env, v, flag)
+		}
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(progress, "warning: %s\n", w)
@@ -267,6 +270,23 @@ func providerPlugin(stateDir string) (string, error) {
 // destructive steps the user consents to for this up (provider
 // EnvAllowDestroy); without it such steps are refused.
 func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (auto.UpResult, error) {
+	return s.UpFor(ctx, refresh, Run{AllowDestroy: allowDestroy})
+}
+
+// Run is what one command asks for itself alone. The provider reads it
+// from the environment of that run, never from the stack's config, so it
+// never outlives the command.
+type Run struct {
+	// AllowDestroy names the nodes whose destructive steps may run
+	// (provider EnvAllowDestroy).
+	AllowDestroy []string
+	// RenewCertificates names the control-plane nodes whose certificates
+	// are renewed whatever their dates (provider EnvRenewCertificates).
+	RenewCertificates []string
+}
+
+// UpFor is Up with what run asks for.
+func (s *Stack) UpFor(ctx context.Context, refresh bool, run Run) (auto.UpResult, error) {
 	if err := s.ready(); err != nil {
 		return auto.UpResult{}, err
 	}
@@ -278,7 +298,7 @@ func (s *Stack) Up(ctx context.Context, refresh bool, allowDestroy ...string) (a
 		opts = append(opts, optup.Refresh())
 	}
 	var res auto.UpResult
-	err := s.withConsent(allowDestroy, func() (err error) {
+	err := s.withRun(run, func() (err error) {
 		if err := s.gate(ctx); err != nil {
 			return err
 		}
@@ -306,16 +326,24 @@ func (s *Stack) gate(ctx context.Context) error {
 	return nil
 }
 
-// withConsent runs fn with the consent given for these nodes alone, and
-// none once fn returns: consent never outlives the command it was given to.
-func (s *Stack) withConsent(nodes []string, fn func() error) error {
+// withRun runs fn with what run asks for, and nothing once fn returns:
+// consent, and a renewal asked for, never outlive the command they were
+// given to.
+func (s *Stack) withRun(run Run, fn func() error) error {
 	ws := s.s.Workspace()
-	if len(nodes) == 0 {
-		ws.UnsetEnvVar(provider.EnvAllowDestroy)
-		return fn()
+	env := map[string][]string{provider.EnvAllowDestroy: run.AllowDestroy, provider.EnvRenewCertificates: run.RenewCertificates}
+	for name, nodes := range env {
+		if len(nodes) == 0 {
+			ws.UnsetEnvVar(name)
+			continue
+		}
+		ws.SetEnvVar(name, strings.Join(nodes, ","))
 	}
-	ws.SetEnvVar(provider.EnvAllowDestroy, strings.Join(nodes, ","))
-	defer ws.UnsetEnvVar(provider.EnvAllowDestroy)
+	defer func() {
+		for name := range env {
+			ws.UnsetEnvVar(name)
+		}
+	}()
 	return fn()
 }
 
@@ -357,7 +385,7 @@ func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
 		return auto.DestroyResult{}, err
 	}
 	var res auto.DestroyResult
-	err := s.withConsent([]string{"*"}, func() (err error) {
+	err := s.withRun(Run{AllowDestroy: []string{"*"}}, func() (err error) {
 		res, err = s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
 		return err
 	})

@@ -39,6 +39,9 @@ type Expiry struct {
 	Path     string // the file; a kubeconfig's embedded certificate is the kubeconfig
 	Subject  string
 	NotAfter time.Time
+	// Serial tells a certificate issued again from the one it replaces,
+	// whatever their dates (hex).
+	Serial string
 }
 
 // ParseExpiry reads ExpiryScript's output, in its order.
@@ -62,7 +65,7 @@ func ParseExpiry(out string) []Expiry {
 		if err != nil {
 			continue
 		}
-		list = append(list, Expiry{Path: p, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+		list = append(list, Expiry{Path: p, Subject: c.Subject.CommonName, NotAfter: c.NotAfter, Serial: c.SerialNumber.Text(16)})
 	}
 	return list
 }

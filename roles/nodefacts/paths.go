@@ -9,7 +9,10 @@
 // strings for a caller's SSH session, their parsers pure functions.
 package nodefacts
 
-import "path"
+import (
+	"path"
+	"strings"
+)
 
 // Paths kubeadm writes on a node (its defaults; homelab never changes them).
 const (
@@ -99,3 +102,20 @@ var IdentityFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-pr
 // PKIFile is a file of the PKI directory given by its relative name
 // ("etcd/server.crt").
 func PKIFile(name string) string { return path.Join(PKIDir, name) }
+
+// ProcessPattern matches a control-plane component's process by its
+// command line (pgrep -f), the binary first: the kernel keeps only 15
+// characters of a process name, so `pgrep -x kube-controller-manager`
+// matches nothing, and an unanchored pattern would match the very shell
+// that runs pkill.
+func ProcessPattern(component string) string {
+	return "^([^ ]*/)?" + strings.ReplaceAll(component, ".", `\.`) + "( |$)"
+}
+
+// HealthEndpoints are where the controller-manager and the scheduler
+// answer whether they run (host:port/path on the node, HTTPS with a
+// certificate of their own), as kubeadm waits for them.
+var HealthEndpoints = map[string]string{
+	KubeControllerManager: "127.0.0.1:10257/healthz",
+	KubeScheduler:         "127.0.0.1:10259/livez",
+}

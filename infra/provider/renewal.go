@@ -1,0 +1,198 @@
+package provider
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// Certificates over the years: kubeadm's leaves last a year and nothing
+// renews them unless an upgrade happens to. ControlPlaneAddress, which
+// already re-issues certificates whose SANs are wrong, re-issues those
+// about to expire the same way, one control-plane node at a time.
+
+// EnvRenewCertificates asks for every certificate on the named
+// control-plane nodes (comma-separated, * for all) to be renewed whatever
+// its dates: after a key leak, or to rehearse. Like consent it lives in
+// the environment of one run, never in the stack's config, so the next up
+// is a no-op again: `homelab up --renew-certificates` sets it for that up
+// alone; with the Pulumi CLI it is HOMELAB_RENEW_CERTIFICATES='*' pulumi up.
+const EnvRenewCertificates = envvars.RenewCertificates
+
+// renewalAsked reports whether this run asks for node's certificates to
+// be renewed whatever their dates.
+func renewalAsked(node string) bool { return listed(os.Getenv(EnvRenewCertificates), node) }
+
+// listed reports whether a comma-separated list of nodes names node, or
+// every node (*).
+func listed(list, node string) bool {
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n == "*" || n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// renewal is one certificate up issues again on a node, and why.
+type renewal struct {
+	// Name is nodefacts.Renewable's (apiserver.crt, admin.conf).
+	Name     string
+	NotAfter time.Time
+	Why      string
+}
+
+func (r renewal) String() string { return r.Name + " " + r.Why }
+
+// renewalsDue lists, by name, the certificates that expire within
+// renewBefore of now, expired ones included: those the next up must not
+// leave as they are.
+func renewalsDue(expiries map[string]time.Time, now time.Time, renewBefore time.Duration) []renewal {
+	var out []renewal
+	for _, name := range slices.Sorted(maps.Keys(expiries)) {
+		at := expiries[name]
+		left := at.Sub(now)
+		switch {
+		case left <= 0:
+			out = append(out, renewal{name, at, fmt.Sprintf("expired %s (%s ago)", stamp(at), roundLeft(-left))})
+		case left <= renewBefore:
+			out = append(out, renewal{name, at, fmt.Sprintf("expires %s (in %s, within renewBefore %s)", stamp(at), roundLeft(left), renewBefore)})
+		}
+	}
+	return out
+}
+
+// renewalsAll is every certificate, renewed because the run asks for it.
+func renewalsAll(expiries map[string]time.Time) []renewal {
+	var out []renewal
+	for _, name := range slices.Sorted(maps.Keys(expiries)) {
+		at := expiries[name]
+		out = append(out, renewal{name, at, fmt.Sprintf("valid until %s, renewal asked for (--renew-certificates)", stamp(at))})
+	}
+	return out
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") }
+
+// roundLeft says a duration in days once it is more than two.
+func roundLeft(d time.Duration) string {
+	if d > 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	}
+	return d.Round(time.Second).String()
+}
+
+// renewBefore is the declared renewal window; kubeadm's users' default
+// when a stack made before it was declared has none.
+func (in ControlPlaneAddressArgs) renewBefore() time.Duration {
+	if d, err := time.ParseDuration(in.RenewBefore); err == nil && d > 0 {
+		return d
+	}
+	d, _ := time.ParseDuration(inventory.DefaultRenewBefore)
+	return d
+}
+
+// renewalsOf is what converging the node renews, from its last read
+// expiries: every certificate when the run asks for it, else those due.
+func renewalsOf(in ControlPlaneAddressArgs, st ControlPlaneAddressState, now time.Time, asked bool) []renewal {
+	exp := expiryTimes(st.LiveExpiry)
+	if asked {
+		return renewalsAll(exp)
+	}
+	return renewalsDue(exp, now, in.renewBefore())
+}
+
+// liveExpiryOf keeps, by name, the NotAfter of each renewable certificate
+// the expiry probe found, as the state records it.
+func liveExpiryOf(list []nodefacts.Expiry) map[string]string {
+	out := map[string]string{}
+	for _, e := range list {
+		if r, ok := nodefacts.RenewableOf(e.Path); ok {
+			out[r.Name()] = e.NotAfter.UTC().Format(time.RFC3339)
+		}
+	}
+	return out
+}
+
+func expiryTimes(live map[string]string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for name, v := range live {
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			out[name] = t
+		}
+	}
+	return out
+}
+
+// expiryKey is the detailed diff's path of a certificate renewal, into
+// the state's liveExpiry: the preview names the certificate, and its old
+// value is the date that makes it due.
+func expiryKey(name string) string { return `liveExpiry["` + name + `"]` }
+
+// renewedCerts splits renewals by how they are issued again: certificate
+// files (relative to PKIDir, as regenerateCerts takes them) and
+// kubeconfigs (by file name, as `kubeadm certs renew` takes them), and
+// names the static pods that must restart to read theirs.
+func renewedCerts(due []renewal) (certs, kubeconfigs, restart []string) {
+	for _, r := range due {
+		rn, ok := nodefacts.RenewableNamed(r.Name)
+		switch {
+		case !ok:
+			continue
+		case rn.Kubeconfig():
+			kubeconfigs = append(kubeconfigs, r.Name)
+		default:
+			certs = append(certs, r.Name)
+		}
+		if rn.RestartPod != "" && !slices.Contains(restart, rn.RestartPod) {
+			restart = append(restart, rn.RestartPod)
+		}
+	}
+	return certs, kubeconfigs, restart
+}
+
+// renewKubeconfigs renews each kubeconfig's embedded client certificate
+// in place: the file is never missing (`kubeadm init phase kubeconfig`
+// keeps an existing file whatever its expiry, so it would have to be
+// deleted first, and admin.conf is how the cluster is reached), and its
+// server, which the address fix owns, stays as it is. --config: the
+// lifetime is the declared one, and nothing is asked of the API, which
+// may be down.
+func renewKubeconfigs(config string, names []string) string {
+	script := "set -e\n"
+	for _, n := range names {
+		script += "kubeadm certs renew " + n + " --config " + quote(config) + "\n"
+	}
+	return script
+}
+
+// restartPods makes the kubelet restart each static pod and waits for a
+// new process of it. Matched on the command line: a process name is cut
+// to 15 characters, so `pkill -x kube-controller-manager` matches nothing.
+func restartPods(pods []string) string {
+	script := `set -e
+restart() {
+  old=$(pgrep -f "$1" | tr '\n' ' ')
+  pkill -f "$1" || true
+  i=0
+  while :; do
+    new=$(pgrep -f "$1" | tr '\n' ' ')
+    if [ -n "$new" ] && [ "$new" != "$old" ]; then return 0; fi
+    i=$((i+1))
+    if [ "$i" -ge 300 ]; then echo "$2 did not come back within 300 s of its restart" >&2; return 1; fi
+    sleep 1
+  done
+}
+`
+	for _, pod := range pods {
+		script += "restart " + quote(nodefacts.ProcessPattern(pod)) + " " + pod + "\n"
+	}
+	return script
+}
