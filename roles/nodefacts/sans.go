@@ -27,6 +27,8 @@ type ServingCert struct {
 	// inventory's cluster.endpoint.port (kubeadm's bindPort), ServedPort.
 	Server string
 	Port   int
+	// Flag is Server's flag that names the file in its manifest.
+	Flag string
 }
 
 // etcd's ports on every control-plane node (kubeadm's
@@ -54,9 +56,9 @@ const (
 
 // ServingCerts are checked in this order.
 var ServingCerts = []ServingCert{
-	{File: APIServerCert, Phase: "apiserver", Server: KubeAPIServer},
-	{File: EtcdServerCert, Phase: "etcd-server", Etcd: true, Server: Etcd, Port: EtcdClientPort},
-	{File: EtcdPeerCert, Phase: "etcd-peer", Etcd: true, Server: Etcd, Port: EtcdPeerPort},
+	{File: APIServerCert, Phase: "apiserver", Server: KubeAPIServer, Flag: "tls-cert-file"},
+	{File: EtcdServerCert, Phase: "etcd-server", Etcd: true, Server: Etcd, Port: EtcdClientPort, Flag: "cert-file"},
+	{File: EtcdPeerCert, Phase: "etcd-peer", Etcd: true, Server: Etcd, Port: EtcdPeerPort, Flag: "peer-cert-file"},
 }
 
 // ServingCertOf returns the serving certificate of that file.
