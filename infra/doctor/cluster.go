@@ -93,7 +93,7 @@ func (d *doctor) checkEtcd(ctx context.Context) {
 	}
 	var eps []string
 	for _, n := range inv.ControlPlanes() {
-		eps = append(eps, "https://"+net.JoinHostPort(d.liveAddress(n), "2379"))
+		eps = append(eps, "https://"+net.JoinHostPort(d.liveAddress(n), strconv.Itoa(nodefacts.EtcdClientPort)))
 	}
 	cli, err := etcdclient.New(ctx, eps, d.t.Bundle.Talos.Certs.Etcd.Crt, pair, etcdclient.DialFunc(d.t.Dial))
 	if err != nil {
@@ -124,7 +124,7 @@ func (d *doctor) checkEtcd(ctx context.Context) {
 			continue
 		}
 		live := d.liveAddress(n)
-		wantPeer := "https://" + net.JoinHostPort(live, "2380")
+		wantPeer := "https://" + net.JoinHostPort(live, strconv.Itoa(nodefacts.EtcdPeerPort))
 		if u, err := url.Parse(peer); err != nil || u.Hostname() != live {
 			d.r.add("etcd member", m.Name, Fail, "peer URL %s is stale: the node is at %s", peer, live)
 			d.r.cause("etcd member %s's peer URL %s is stale (the node is at %s): its peers cannot reach it, so it cannot rejoin; `homelab up` updates it to %s before restarting that member", m.Name, peer, live, wantPeer)
@@ -134,7 +134,7 @@ func (d *doctor) checkEtcd(ctx context.Context) {
 			d.r.add("etcd member", m.Name, OK, "peer URL %s", peer)
 		}
 		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := cli.Status(sctx, "https://"+net.JoinHostPort(live, "2379"))
+		_, err := cli.Status(sctx, "https://"+net.JoinHostPort(live, strconv.Itoa(nodefacts.EtcdClientPort)))
 		scancel()
 		if err != nil {
 			d.r.add("etcd member", m.Name, Fail, "unhealthy at %s: %v", live, err)

@@ -1,7 +1,8 @@
 // Package doctor checks a running homelab against its inventory, live, and
 // names what is wrong: a node that came back on another address, etcd or
 // the apiserver configured for an address the node no longer has, a served
-// certificate lacking an address the API is reached by, stale etcd peer
+// certificate lacking an address the API is reached by, a server still
+// serving the certificate its renewed file replaced, stale etcd peer
 // URLs, every place an address is hard-coded that would break if its
 // node died or moved, and selectors that select nothing (a Service, a
 // PodDisruptionBudget, a NetworkPolicy or a Deployment matching no pod,
@@ -108,7 +109,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
+var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "cert expiry", "cert served", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
 
 func rank(check string) int {
 	for i, c := range order {
@@ -183,9 +184,10 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 			d.checkSnapshots(n, f)
 		}
 	}
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); d.checkNodesReady(ctx) }()
 	go func() { defer wg.Done(); d.checkAPITLS(ctx) }()
+	go func() { defer wg.Done(); d.checkServed(ctx) }()
 	go func() { defer wg.Done(); d.checkEtcd(ctx) }()
 	go func() { defer wg.Done(); d.checkAPI(ctx) }()
 	wg.Wait()

@@ -482,13 +482,8 @@ type servedCert struct {
 func servedOf(certs []string, apiPort int) []servedCert {
 	var out []servedCert
 	for _, f := range certs {
-		switch f {
-		case nodefacts.APIServerCert:
-			out = append(out, servedCert{f, strconv.Itoa(apiPort), nodefacts.KubeAPIServer})
-		case nodefacts.EtcdServerCert:
-			out = append(out, servedCert{f, "2379", nodefacts.Etcd})
-		case nodefacts.EtcdPeerCert:
-			out = append(out, servedCert{f, "2380", nodefacts.Etcd})
+		if sc, ok := nodefacts.ServingCertOf(f); ok {
+			out = append(out, servedCert{f, strconv.Itoa(sc.ServedPort(apiPort)), sc.Server})
 		}
 	}
 	return out

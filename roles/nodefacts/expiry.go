@@ -1,9 +1,7 @@
 package nodefacts
 
 import (
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"strings"
 	"time"
 )
@@ -57,11 +55,7 @@ func ParseExpiry(out string) []Expiry {
 		if err != nil {
 			continue
 		}
-		block, _ := pem.Decode(raw)
-		if block == nil {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
+		c, err := ParseCertPEM(raw)
 		if err != nil {
 			continue
 		}

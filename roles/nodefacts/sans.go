@@ -21,6 +21,30 @@ type ServingCert struct {
 	Phase string
 	// Etcd: etcd's SANs are required, not the apiserver's.
 	Etcd bool
+	// Server is the static pod that serves it at Port on the node's
+	// address, reading it from the file (reloaded by itself: see
+	// Renewable.RestartPod). The apiserver's Port is 0: it listens on the
+	// inventory's cluster.endpoint.port (kubeadm's bindPort), ServedPort.
+	Server string
+	Port   int
+	// Flag is Server's flag that names the file in its manifest.
+	Flag string
+}
+
+// etcd's ports on every control-plane node (kubeadm's
+// EtcdListenClientPort and EtcdListenPeerPort).
+const (
+	EtcdClientPort = 2379
+	EtcdPeerPort   = 2380
+)
+
+// ServedPort is the port the certificate is served at, given the
+// apiserver's.
+func (c ServingCert) ServedPort(apiPort int) int {
+	if c.Port == 0 {
+		return apiPort
+	}
+	return c.Port
 }
 
 // The serving certificates whose SANs are checked, by file.
@@ -32,9 +56,9 @@ const (
 
 // ServingCerts are checked in this order.
 var ServingCerts = []ServingCert{
-	{File: APIServerCert, Phase: "apiserver"},
-	{File: EtcdServerCert, Phase: "etcd-server", Etcd: true},
-	{File: EtcdPeerCert, Phase: "etcd-peer", Etcd: true},
+	{File: APIServerCert, Phase: "apiserver", Server: KubeAPIServer, Flag: "tls-cert-file"},
+	{File: EtcdServerCert, Phase: "etcd-server", Etcd: true, Server: Etcd, Port: EtcdClientPort, Flag: "cert-file"},
+	{File: EtcdPeerCert, Phase: "etcd-peer", Etcd: true, Server: Etcd, Port: EtcdPeerPort, Flag: "peer-cert-file"},
 }
 
 // ServingCertOf returns the serving certificate of that file.

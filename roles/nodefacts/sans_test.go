@@ -71,6 +71,18 @@ func TestServingCerts(t *testing.T) {
 	if api.AllowedExtras() != nil || !slices.Equal(etcd.AllowedExtras(), []string{"::1"}) {
 		t.Errorf("allowed extras: api %v etcd %v", api.AllowedExtras(), etcd.AllowedExtras())
 	}
+	// Where each is served: the apiserver on the declared port, etcd on
+	// kubeadm's fixed ones.
+	server, _ := ServingCertOf(EtcdServerCert)
+	for _, c := range []struct {
+		sc           ServingCert
+		server       string
+		port, wanted int
+	}{{api, KubeAPIServer, 7443, 7443}, {server, Etcd, 7443, 2379}, {etcd, Etcd, 7443, 2380}} {
+		if c.sc.Server != c.server || c.sc.ServedPort(c.port) != c.wanted {
+			t.Errorf("%s: served by %s at %d, want %s at %d", c.sc.File, c.sc.Server, c.sc.ServedPort(c.port), c.server, c.wanted)
+		}
+	}
 	if _, ok := ServingCertOf("front-proxy-client.crt"); ok {
 		t.Error("a certificate whose SANs are not checked was found")
 	}
