@@ -174,4 +174,13 @@ func TestExpiryVerdict(t *testing.T) {
 			t.Errorf("%s left: %s %q", tc.left, st, detail)
 		}
 	}
+	// A kubelet client certificate embedded in kubelet.conf is never
+	// rotated, however long it has left: up repairs it.
+	st, detail := expiryVerdict(nodefacts.Expiry{Path: nodefacts.KubeletConf, Subject: "system:node:gpu-1", NotAfter: now.Add(300 * 24 * time.Hour)}, now, 720*time.Hour)
+	if st != Warn || !strings.Contains(detail, "nothing rotates it") || !strings.Contains(detail, nodefacts.KubeletClientCert) {
+		t.Errorf("embedded in kubelet.conf: %s %q", st, detail)
+	}
+	if st, _ := expiryVerdict(nodefacts.Expiry{Path: nodefacts.KubeletConf, Subject: "system:node:gpu-1", NotAfter: now.Add(-time.Minute)}, now, 720*time.Hour); st != Fail {
+		t.Errorf("an expired one embedded in kubelet.conf: %s", st)
+	}
 }

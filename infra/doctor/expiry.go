@@ -20,6 +20,10 @@ func expiryVerdict(e nodefacts.Expiry, now time.Time, renewBefore time.Duration)
 	switch {
 	case left <= 0:
 		return Fail, fmt.Sprintf("%s expired %s ago (%s)", e.Subject, roundLeft(-left), until)
+	case e.Path == nodefacts.KubeletConf:
+		// The kubelet rotates the file it names, never what it embeds.
+		return Warn, fmt.Sprintf("%s, %s left (%s), embedded in kubelet.conf, where nothing rotates it: the next homelab up points kubelet.conf at %s",
+			e.Subject, roundLeft(left), until, nodefacts.KubeletClientCert)
 	case left <= renewBefore:
 		next := "the next homelab up renews it"
 		if _, ok := nodefacts.RenewableOf(e.Path); !ok {
@@ -45,6 +49,11 @@ func (d *doctor) checkExpiry(n inventory.Node, f *nodeFacts) {
 		st, detail := expiryVerdict(e, time.Now(), renew)
 		d.r.add("cert expiry", n.Name+":"+e.Path, st, "%s", detail)
 		if st != Fail {
+			continue
+		}
+		if e.Path == nodefacts.KubeletConf {
+			d.r.cause("%s's kubelet.conf embeds a client certificate that expired on %s: homelab up points kubelet.conf at %s if that one is valid; otherwise the node needs new kubelet credentials (kubeadm's troubleshooting: kubelet client certificate rotation fails)",
+				n.Name, e.NotAfter.UTC().Format(time.RFC3339), nodefacts.KubeletClientCert)
 			continue
 		}
 		if _, ok := nodefacts.RenewableOf(e.Path); !ok {

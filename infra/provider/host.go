@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -157,7 +158,7 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs) (HostState, error
 // joinedAs is the node name the machine's kubelet holds a client
 // certificate for: the rotating one, else the one kubelet.conf embeds.
 func joinedAs(ctx context.Context, c ssh.Executor) string {
-	if data, err := c.Read(ctx, "/var/lib/kubelet/pki/kubelet-client-current.pem"); err == nil {
+	if data, err := c.Read(ctx, nodefacts.KubeletClientCert); err == nil {
 		if name := pki.NodeNameOf(data); name != "" {
 			return name
 		}

@@ -356,7 +356,9 @@ func (KubeadmInit) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmIn
 // control-plane member or a worker (or, on the node that bootstrapped the
 // cluster, the init that already made it a member). Its live state is
 // whether the node's kubelet (and, for control-plane nodes, its etcd member
-// and static pods) were set up.
+// and static pods) were set up, and what its kubelet authenticates with:
+// the credentials the join's TLS bootstrap leaves, which it keeps rotating
+// (kubeletclient.go).
 type KubeadmJoin struct{}
 
 type KubeadmJoinArgs struct {
@@ -384,10 +386,18 @@ type KubeadmJoinArgs struct {
 type KubeadmJoinState struct {
 	KubeadmJoinArgs
 	Joined bool `pulumi:"joined"`
+	// LiveKubeletClient is what the node's kubelet.conf authenticates
+	// with, read live: the certificate file it names, or "embedded".
+	LiveKubeletClient string `pulumi:"liveKubeletClient,optional"`
+	// KubeletClientRepair is what up does about it and why ("" for
+	// nothing); KubeletClientProblem why up leaves an embedded
+	// certificate as it is.
+	KubeletClientRepair  string `pulumi:"kubeletClientRepair,optional"`
+	KubeletClientProblem string `pulumi:"kubeletClientProblem,optional"`
 }
 
 func (k *KubeadmJoin) Annotate(a infer.Annotator) {
-	a.Describe(&k, "A node's membership of the cluster (kubeadm join, or the init that made it a member); reads back whether the node is joined.")
+	a.Describe(&k, "A node's membership of the cluster (kubeadm join, or the init that made it a member) and its kubelet's client credentials; reads back whether the node is joined and what kubelet.conf authenticates with, and points a kubelet.conf that embeds its certificate at the rotating file.")
 	a.SetToken("index", "KubeadmJoin")
 }
 
@@ -404,7 +414,20 @@ func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJo
 	if req.DryRun {
 		return infer.CreateResponse[KubeadmJoinState]{ID: in.Connection.Node, Output: st}, nil
 	}
-	return infer.CreateResponse[KubeadmJoinState]{ID: in.Connection.Node, Output: st}, runJoin(ctx, in)
+	err := joinAndRepair(ctx, in, &st)
+	return infer.CreateResponse[KubeadmJoinState]{ID: in.Connection.Node, Output: st}, err
+}
+
+// joinAndRepair joins the node, or adopts it when it is a member already,
+// then repairs its kubelet credentials where they are embedded (an
+// adopted member's may be).
+func joinAndRepair(ctx context.Context, in KubeadmJoinArgs, st *KubeadmJoinState) error {
+	if err := runJoin(ctx, in); err != nil {
+		return err
+	}
+	plan, err := convergeKubeletClient(ctx, in)
+	st.setKubeletClient(plan)
+	return err
 }
 
 // The detached runs' names on the node (runDetached).
@@ -586,11 +609,13 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Connection, last, joinRead, func(c ssh.Executor) (KubeadmJoinState, error) {
 		st := last
-		out, _, err := query(ctx, c, st.memberCheck())
+		out, _, err := query(ctx, c, st.joinReadScript())
 		if err != nil {
 			return st, err
 		}
-		st.Joined = strings.TrimSpace(out) == nodefacts.StateSetUp
+		state, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		st.Joined = strings.TrimSpace(state) == nodefacts.StateSetUp
+		st.setKubeletClient(planKubeletClient(nodefacts.ParseKubeletClient(out), st.Connection.Node, time.Now(), pairChecks{}))
 		return st, nil
 	})
 	if err != nil {
@@ -618,19 +643,45 @@ func joinChanges(in KubeadmJoinArgs, st KubeadmJoinState) changeSet {
 	if in.Connection != st.Connection {
 		d.update("connection")
 	}
+	// kubelet.conf embeds a client certificate up can carry over to the
+	// rotating file; one it cannot is left, and Diff says why.
+	if st.KubeletClientRepair != "" {
+		d.update("liveKubeletClient")
+	}
 	return d
 }
 
 func (KubeadmJoin) Diff(ctx context.Context, req infer.DiffRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.DiffResponse, error) {
-	return joinChanges(req.Inputs, req.State).diff(true), nil
+	node, st := req.Inputs.Connection.Node, req.State
+	if st.KubeletClientRepair != "" {
+		p.GetLogger(ctx).Infof("%s: %s", node, st.KubeletClientRepair)
+	}
+	if st.KubeletClientProblem != "" {
+		p.GetLogger(ctx).Warningf("%s: %s", node, st.KubeletClientProblem)
+	}
+	return joinChanges(req.Inputs, st).diff(true), nil
 }
 
 func (KubeadmJoin) Update(ctx context.Context, req infer.UpdateRequest[KubeadmJoinArgs, KubeadmJoinState]) (infer.UpdateResponse[KubeadmJoinState], error) {
-	st := KubeadmJoinState{KubeadmJoinArgs: req.Inputs, Joined: true}
-	if req.DryRun || !joinChanges(req.Inputs, req.State).has("joined") {
+	old := req.State
+	st := KubeadmJoinState{KubeadmJoinArgs: req.Inputs, Joined: true,
+		LiveKubeletClient: old.LiveKubeletClient, KubeletClientRepair: old.KubeletClientRepair, KubeletClientProblem: old.KubeletClientProblem}
+	d := joinChanges(req.Inputs, old)
+	switch {
+	case req.DryRun:
+		if d.has("liveKubeletClient") {
+			st.setKubeletClient(kubeletPlan{live: nodefacts.KubeletClientCert})
+		}
 		return infer.UpdateResponse[KubeadmJoinState]{Output: st}, nil
+	case d.has("joined"):
+		err := joinAndRepair(ctx, req.Inputs, &st)
+		return infer.UpdateResponse[KubeadmJoinState]{Output: st}, err
+	case d.has("liveKubeletClient"):
+		plan, err := convergeKubeletClient(ctx, req.Inputs)
+		st.setKubeletClient(plan)
+		return infer.UpdateResponse[KubeadmJoinState]{Output: st}, err
 	}
-	return infer.UpdateResponse[KubeadmJoinState]{Output: st}, runJoin(ctx, req.Inputs)
+	return infer.UpdateResponse[KubeadmJoinState]{Output: st}, nil
 }
 
 // leftovers is what a node keeps of the cluster until it is reset.

@@ -76,19 +76,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 // longer than its renew interval (a quarter of its duration, as the kubelet
 // renews it) and reports whether its renewTime moved.
 func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bool, error) {
-	read := func() (renew string, duration int, err error) {
-		out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
-		if err != nil {
-			return "", 0, err
-		}
-		if code != 0 {
-			return "", 0, fmt.Errorf("%s: reading the Lease of %s through the API failed (exit %d)", clNode, node, code)
-		}
-		renew, secs, _ := strings.Cut(strings.TrimSpace(out), " ")
-		fmt.Sscan(secs, &duration)
-		return renew, duration, nil
-	}
-	first, duration, err := read()
+	first, duration, err := readLease(ctx, cl, clNode, node)
 	if err != nil || first == "" {
 		return false, err
 	}
@@ -102,7 +90,7 @@ func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bo
 			return false, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		now, _, err := read()
+		now, _, err := readLease(ctx, cl, clNode, node)
 		if err != nil {
 			return false, err
 		}
@@ -111,6 +99,21 @@ func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bo
 		}
 	}
 	return false, nil
+}
+
+// readLease is when the node's kubelet last renewed its Lease and the
+// Lease's duration in seconds, as the API has them ("" when there is none).
+func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew string, duration int, err error) {
+	out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
+	if err != nil {
+		return "", 0, err
+	}
+	if code != 0 {
+		return "", 0, fmt.Errorf("%s: reading the Lease of %s through the API failed (exit %d)", clNode, node, code)
+	}
+	renew, secs, _ := strings.Cut(strings.TrimSpace(out), " ")
+	fmt.Sscan(secs, &duration)
+	return renew, duration, nil
 }
 
 // livePeer is the first peer whose control plane answers: the cluster

@@ -188,6 +188,9 @@ func (k *KubeadmJoinArgs) Annotate(a infer.Annotator) {
 
 func (k *KubeadmJoinState) Annotate(a infer.Annotator) {
 	a.Describe(&k.Joined, "Whether the node is a member, joined (or initialised) by kubeadm to completion, read live.")
+	a.Describe(&k.LiveKubeletClient, "What the node's kubelet.conf authenticates the kubelet with, read live: the certificate file it names (/var/lib/kubelet/pki/kubelet-client-current.pem, which the kubelet rotates), or embedded (client-certificate-data, which nothing rotates).")
+	a.Describe(&k.KubeletClientRepair, "What up does about an embedded kubelet client certificate, and why: kubelet.conf pointed at the rotating file (the embedded pair stored there first when it has none the node can use), then the kubelet restarted. Empty: nothing to do.")
+	a.Describe(&k.KubeletClientProblem, "Why up leaves an embedded kubelet client certificate as it is: neither it nor the rotating file can authenticate the node (expired, another CA's, another node's). Empty: none.")
 }
 
 func (t *Taint) Annotate(a infer.Annotator) {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ type Change struct {
 	// Renews are the certificates the step renews on its node, each with
 	// the date it was valid until.
 	Renews []string
+	// Repairs says what the step repairs on its node and why ("" for
+	// nothing): a kubelet.conf that embeds its client certificate.
+	Repairs string
 	// paths are the detailed diff's property paths.
 	paths []string
 }
@@ -35,6 +39,9 @@ func (c Change) String() string {
 	}
 	if len(c.Renews) > 0 {
 		s += ": renews " + strings.Join(c.Renews, ", ")
+	}
+	if c.Repairs != "" {
+		s += ": repairs: " + c.Repairs
 	}
 	if c.Destroys != "" {
 		s += ": DESTRUCTIVE, " + c.Destroys + "; refused unless up --allow-destroy " + c.Node
@@ -54,6 +61,11 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 		c.Destroys = "resets " + c.Name + " (its pods are evicted and its kubeadm state deleted)"
 		if cp, _ := oldState["controlPlane"].(bool); cp {
 			c.Destroys = "resets control-plane node " + c.Name + ": its etcd member is removed, its CA keys, encryption key and etcd data deleted"
+		}
+	case c.Type == "homelab:index:KubeadmJoin" && c.Op == string(apitype.OpUpdate):
+		// The provider says what it repairs in the state it read.
+		if slices.Contains(c.paths, "liveKubeletClient") {
+			c.Repairs, _ = oldState["kubeletClientRepair"].(string)
 		}
 	case c.Type == "homelab:index:EtcdMembers" && c.Op == string(apitype.OpUpdate):
 		want := map[string]bool{}

@@ -74,3 +74,19 @@ func TestPreviewNamesRenewals(t *testing.T) {
 		t.Errorf("preview line %q", c)
 	}
 }
+
+// preview says what a node's KubeadmJoin repairs, from the state it read.
+func TestPreviewNamesKubeletRepair(t *testing.T) {
+	why := "kubelet.conf embeds its client certificate (valid until 2027-01-10 08:00 UTC), which nothing rotates: up points it at /var/lib/kubelet/pki/kubelet-client-current.pem"
+	c := classify(Change{Type: "homelab:index:KubeadmJoin", Name: "gpu-1", Op: "update", Keys: []string{"liveKubeletClient"}, paths: []string{"liveKubeletClient"}},
+		map[string]any{"liveKubeletClient": "embedded", "kubeletClientRepair": why}, nil)
+	if c.Repairs != why || c.Destroys != "" || !strings.Contains(c.String(), "gpu-1 (liveKubeletClient): repairs: kubelet.conf embeds") {
+		t.Errorf("preview line %q", c)
+	}
+	// Another change of the join repairs nothing.
+	c = classify(Change{Type: "homelab:index:KubeadmJoin", Name: "gpu-1", Op: "update", Keys: []string{"configSha"}, paths: []string{"configSha"}},
+		map[string]any{"liveKubeletClient": "embedded", "kubeletClientRepair": why}, nil)
+	if c.Repairs != "" {
+		t.Errorf("a config change repairs %q", c.Repairs)
+	}
+}

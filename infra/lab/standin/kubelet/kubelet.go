@@ -268,7 +268,8 @@ func Run(ctx context.Context, c Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 1)
+	// One error from each of the static pods and the API side.
+	errc := make(chan error, 2)
 	if c.HealthzAddress != "" {
 		wg.Add(1)
 		go func() {
@@ -305,7 +306,9 @@ func Run(ctx context.Context, c Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runAPI(ctx, c, sup)
+			if err := runAPI(ctx, c, sup); err != nil && ctx.Err() == nil {
+				errc <- err
+			}
 		}()
 	} else {
 		c.Logf("no --kubeconfig: standalone mode, static pods only")
@@ -324,7 +327,10 @@ func Run(ctx context.Context, c Config) error {
 	return err
 }
 
-func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
+// runAPI does the node's part with the API until ctx ends. Its error is
+// the kubelet's at start: credentials it cannot load end the process, as
+// they end the kubelet's (systemd restarts it, the static pods go on).
+func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 	restCfg, err := clientcert.Load(ctx, clientcert.Options{
 		NodeName:                c.NodeName,
 		KubeconfigPath:          c.KubeconfigPath,
@@ -335,7 +341,7 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 		Logf:                    c.Logf,
 	})
 	if err != nil {
-		return // ctx ended
+		return err
 	}
 	restCfg.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) homelab-standin", Version, runtime.GOOS, runtime.GOARCH)
 	restCfg.Timeout = 30 * time.Second
@@ -343,18 +349,18 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		c.Logf("API client: %v", err)
-		return
+		return nil
 	}
 	rt, err := newRuntimeClient(c.RuntimeEndpoint)
 	if err != nil {
 		c.Logf("runtime endpoint %s: %v", c.RuntimeEndpoint, err)
-		return
+		return nil
 	}
 	defer rt.Close()
 	caPool, err := serverCAs(restCfg)
 	if err != nil {
 		c.Logf("API TLS: %v", err)
-		return
+		return nil
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -406,6 +412,7 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) {
 		Machine:        nodestatus.DetectMachine(c.RootDir, c.MaxPods),
 		Logf:           c.Logf,
 	})
+	return nil
 }
 
 // serverCAs are the CAs the kubelet trusts for the API server (the

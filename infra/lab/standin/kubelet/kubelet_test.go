@@ -140,3 +140,41 @@ func TestStandaloneRestartOverlap(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A kubelet.conf that names a certificate file that is not there, with no
+// bootstrap kubeconfig (kubeadm removed it after the join), ends the
+// stand-in with an error, as it ends the kubelet: systemd then restarts it
+// and reports it activating, its healthz does not answer, its Lease goes
+// stale. A repair that points kubelet.conf at a missing file shows.
+func TestMissingClientCertificateEndsTheKubelet(t *testing.T) {
+	d := t.TempDir()
+	manifests := filepath.Join(d, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(d, "pki", "kubelet-client-current.pem")
+	kubeconfig := filepath.Join(d, "kubelet.conf")
+	conf := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\nusers:\n- name: u\n  user:\n" +
+		"    client-certificate: " + missing + "\n    client-key: " + missing + "\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	if err := os.WriteFile(kubeconfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		NodeName:                "n1",
+		RootDir:                 d,
+		ManifestDir:             manifests,
+		LogDir:                  filepath.Join(d, "logs"),
+		KubeconfigPath:          kubeconfig,
+		BootstrapKubeconfigPath: filepath.Join(d, "bootstrap-kubelet.conf"),
+		RotateCertificates:      true,
+		Env:                     []string{"PATH=/usr/bin:/bin"},
+		CredentialRetry:         10 * time.Millisecond,
+		Logf:                    t.Logf,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := Run(ctx, cfg)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "kubelet-client-current.pem") {
+		t.Errorf("Run: %v (context %v), want it to end naming the missing file", err, ctx.Err())
+	}
+}

@@ -54,10 +54,16 @@ const (
 
 var usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 
-// Load blocks until the node has working credentials and returns a client
-// config for them. It keeps trying while the kubeconfigs are missing or the
-// API does not answer: at kubeadm init the kubelet starts before the API
-// server it is going to run.
+// Load returns a client config for the node's credentials, as the kubelet's
+// bootstrap.LoadClientConfig finds them: the kubeconfig while it loads (the
+// certificate files it names readable) and its certificate has not
+// expired, else a TLS bootstrap through the bootstrap kubeconfig. It keeps
+// trying while the bootstrap does not get through: at kubeadm init the
+// kubelet starts before the API server it is going to run. It fails, as
+// the kubelet does at start (systemd then restarts it), when the kubeconfig
+// cannot be used and there is no bootstrap kubeconfig to get another; with
+// no bootstrap kubeconfig given at all, an expired certificate is used as
+// it is.
 func Load(ctx context.Context, o Options) (*rest.Config, error) {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = time.Second
@@ -72,23 +78,32 @@ func Load(ctx context.Context, o Options) (*rest.Config, error) {
 			o.Logf("credentials: %v (retrying every %s)", err, o.RetryInterval)
 		}
 	}
+	use := func(cfg *rest.Config) (*rest.Config, error) {
+		if o.Rotate && (len(cfg.CertData) > 0 || cfg.CertFile != "") {
+			return rotating(ctx, cfg, o)
+		}
+		return cfg, nil
+	}
 	for {
 		cfg, err := loadValid(o.KubeconfigPath)
 		if err == nil {
-			if o.Rotate && (len(cfg.CertData) > 0 || cfg.CertFile != "") {
-				return rotating(ctx, cfg, o)
-			}
-			return cfg, nil
+			return use(cfg)
 		}
-		if _, statErr := os.Stat(o.BootstrapKubeconfigPath); o.BootstrapKubeconfigPath != "" && statErr == nil {
-			if err := bootstrap(ctx, o); err != nil {
-				report(fmt.Errorf("TLS bootstrap: %w", err))
-			} else {
-				o.Logf("credentials: TLS bootstrap done, wrote %s", o.KubeconfigPath)
-				continue
+		if o.BootstrapKubeconfigPath == "" {
+			cfg, _, err := load(o.KubeconfigPath)
+			if err != nil {
+				return nil, fmt.Errorf("unable to load kubeconfig: %w", err)
 			}
+			return use(cfg)
+		}
+		if _, statErr := os.Stat(o.BootstrapKubeconfigPath); statErr != nil {
+			return nil, fmt.Errorf("%v, and unable to load bootstrap kubeconfig: %w", err, statErr)
+		}
+		if err := bootstrap(ctx, o); err != nil {
+			report(fmt.Errorf("TLS bootstrap: %w", err))
 		} else {
-			report(err)
+			o.Logf("credentials: TLS bootstrap done, wrote %s", o.KubeconfigPath)
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -101,39 +116,51 @@ func Load(ctx context.Context, o Options) (*rest.Config, error) {
 // loadValid loads a kubeconfig whose client certificate, if any, has not
 // expired.
 func loadValid(path string) (*rest.Config, error) {
+	cfg, leaf, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	if leaf != nil && time.Now().After(leaf.NotAfter) {
+		return nil, fmt.Errorf("%s: client certificate expired %s", path, leaf.NotAfter.Format(time.RFC3339))
+	}
+	return cfg, nil
+}
+
+// load loads a kubeconfig, the certificate and key it embeds or names
+// (files that must be there) included, and returns its client
+// certificate (nil when it has none).
+func load(path string) (*rest.Config, *x509.Certificate, error) {
 	if path == "" {
-		return nil, errors.New("no --kubeconfig")
+		return nil, nil, errors.New("no --kubeconfig")
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	certPEM, keyPEM := cfg.CertData, cfg.KeyData
 	if len(certPEM) == 0 && cfg.CertFile != "" {
 		if certPEM, err = os.ReadFile(cfg.CertFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if keyPEM, err = os.ReadFile(cfg.KeyFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if len(certPEM) > 0 {
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		leaf, err := x509.ParseCertificate(pair.Certificate[0])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if time.Now().After(leaf.NotAfter) {
-			return nil, fmt.Errorf("%s: client certificate expired %s", path, leaf.NotAfter.Format(time.RFC3339))
-		}
+	if len(certPEM) == 0 {
+		return cfg, nil, nil
 	}
-	return cfg, nil
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, leaf, nil
 }
 
 // bootstrap does what the kubelet's TLS bootstrap does: request a client

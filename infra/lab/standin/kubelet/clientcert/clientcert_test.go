@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,57 @@ func TestBootstrapReusesStoredCertificate(t *testing.T) {
 	current := filepath.Join(pki, "kubelet-client-current.pem")
 	if cfg.CertFile != current || cfg.KeyFile != current || cfg.Host != "https://127.0.0.1:1" {
 		t.Errorf("config %+v", rest.AnonymousClientConfig(cfg))
+	}
+}
+
+// Load finds the credentials where the kubelet does: embedded in the
+// kubeconfig or in the files it names. A kubeconfig it cannot use, with no
+// bootstrap kubeconfig to get another, ends it at once, as it ends the
+// kubelet at start: a kubelet.conf pointed at a missing file must not look
+// like a working kubelet.
+func TestLoadFollowsTheKubeconfig(t *testing.T) {
+	d := t.TempDir()
+	c, k := selfSigned(t, time.Now().Add(time.Hour))
+	pair := filepath.Join(d, "kubelet-client-current.pem")
+	if err := os.WriteFile(pair, append(c, k...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, oldKey := selfSigned(t, time.Now().Add(-time.Hour))
+	missing := filepath.Join(d, "pki", "kubelet-client-current.pem")
+	absent := filepath.Join(d, "bootstrap-kubelet.conf") // as after a join: kubeadm removed it
+	for _, tc := range []struct {
+		name      string
+		auth      *clientcmdapi.AuthInfo
+		bootstrap string
+		file      string // the config's CertFile; "" for embedded data
+		fails     string // a word of the error; "" when it loads
+	}{
+		{"embedded", &clientcmdapi.AuthInfo{ClientCertificateData: c, ClientKeyData: k}, absent, "", ""},
+		{"the rotating file", &clientcmdapi.AuthInfo{ClientCertificate: pair, ClientKey: pair}, absent, pair, ""},
+		{"a missing file", &clientcmdapi.AuthInfo{ClientCertificate: missing, ClientKey: missing}, absent, "", "bootstrap-kubelet.conf"},
+		{"an expired certificate", &clientcmdapi.AuthInfo{ClientCertificateData: old, ClientKeyData: oldKey}, absent, "", "expired"},
+		{"an expired certificate, no bootstrap kubeconfig given", &clientcmdapi.AuthInfo{ClientCertificateData: old, ClientKeyData: oldKey}, "", "", ""},
+		{"a missing file, no bootstrap kubeconfig given", &clientcmdapi.AuthInfo{ClientCertificate: missing, ClientKey: missing}, "", "", "kubelet-client-current.pem"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeconfig := filepath.Join(t.TempDir(), "kubelet.conf")
+			writeKC(t, kubeconfig, tc.auth)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			cfg, err := Load(ctx, Options{NodeName: "n", KubeconfigPath: kubeconfig, BootstrapKubeconfigPath: tc.bootstrap, CertDir: filepath.Join(d, "pki"),
+				RetryInterval: 10 * time.Millisecond, Logf: t.Logf})
+			if tc.fails != "" {
+				if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Errorf("Load: %v (context %v), want an error naming %q at once", err, ctx.Err(), tc.fails)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CertFile != tc.file || (tc.file == "") != (len(cfg.CertData) > 0) {
+				t.Errorf("config: file %q, %d bytes of data", cfg.CertFile, len(cfg.CertData))
+			}
+		})
 	}
 }

@@ -1,0 +1,212 @@
+package nodefacts
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+)
+
+// testCA issues kubelet client certificates as the cluster's signer does.
+type testCA struct {
+	t    *testing.T
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, cn string) *testCA {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(87600 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return &testCA{t, c, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// client issues a certificate for cn in org, valid from notBefore to
+// notAfter, and returns it with its key (PEM).
+func (ca *testCA) client(cn, org string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{org}},
+		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	kd, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+}
+
+// kubeletConf is a kubelet.conf as kubeadm writes it, with auth as its user.
+func kubeletConf(t *testing.T, caPEM []byte, auth *clientcmdapi.AuthInfo) []byte {
+	kc := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"kubernetes": {Server: "https://10.0.0.11:6443", CertificateAuthorityData: caPEM}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"system:node:cp-1": auth},
+		Contexts:       map[string]*clientcmdapi.Context{"system:node:cp-1@kubernetes": {Cluster: "kubernetes", AuthInfo: "system:node:cp-1"}},
+		CurrentContext: "system:node:cp-1@kubernetes",
+	}
+	data, err := clientcmd.Write(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The probe, run with sh on a node's tree, shows what kubelet.conf's user
+// authenticates with (in YAML as kubeadm writes it, or JSON) and the
+// rotating file's certificate, and prints no key.
+func TestKubeletClientScript(t *testing.T) {
+	ca := newTestCA(t, "kubernetes")
+	now := time.Now()
+	embedded, key := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(24*time.Hour))
+	rotated, rotatedKey := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(48*time.Hour))
+	embeddedConf := kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificateData: embedded, ClientKeyData: key})
+	var asJSON map[string]any
+	if err := yaml.Unmarshal(embeddedConf, &asJSON); err != nil {
+		t.Fatal(err)
+	}
+	jsonConf, _ := json.MarshalIndent(asJSON, "", "  ")
+
+	for _, tc := range []struct {
+		name    string
+		conf    []byte
+		current bool
+		ca      bool
+		check   func(t *testing.T, k KubeletClient)
+	}{
+		{"embedded (YAML)", embeddedConf, true, true, func(t *testing.T, k KubeletClient) {
+			if !k.Embeds() || !k.EmbeddedKey || k.CertFile != "" || k.User != "system:node:cp-1" {
+				t.Errorf("read %+v", k)
+			}
+			if !k.Embedded.NotAfter.Equal(now.Add(24*time.Hour).Truncate(time.Second)) || k.Current == nil || !k.Current.NotAfter.Equal(now.Add(48*time.Hour).Truncate(time.Second)) {
+				t.Errorf("embedded until %v, current %+v", k.Embedded.NotAfter, k.Current)
+			}
+			if p := KubeletCertProblem(k.Embedded, "cp-1", k.CAs, now); p != "" {
+				t.Errorf("embedded certificate: %s", p)
+			}
+		}},
+		{"embedded (JSON), no ca.crt: kubelet.conf's cluster CA", jsonConf, false, false, func(t *testing.T, k KubeletClient) {
+			if !k.Embeds() || !k.EmbeddedKey || k.Current != nil || k.Err != nil {
+				t.Errorf("read %+v", k)
+			}
+			if p := KubeletCertProblem(k.Embedded, "cp-1", k.CAs, now); p != "" {
+				t.Errorf("embedded certificate against kubelet.conf's CA: %s", p)
+			}
+		}},
+		{"the rotating file", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: KubeletClientCert, ClientKey: KubeletClientCert}), true, true, func(t *testing.T, k KubeletClient) {
+			if k.Embeds() || k.EmbeddedKey || k.CertFile != KubeletClientCert || k.KeyFile != KubeletClientCert || k.Err != nil {
+				t.Errorf("read %+v", k)
+			}
+		}},
+		{"a relative path", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: "pki/kubelet.crt", ClientKey: "pki/kubelet.key"}), false, true, func(t *testing.T, k KubeletClient) {
+			if k.CertFile != PKIFile("kubelet.crt") || k.KeyFile != PKIFile("kubelet.key") {
+				t.Errorf("read %+v", k)
+			}
+		}},
+		{"no current context", []byte("apiVersion: v1\nkind: Config\nusers: []\n"), false, true, func(t *testing.T, k KubeletClient) {
+			if !k.Conf || k.Err == nil || k.Embeds() {
+				t.Errorf("read %+v", k)
+			}
+		}},
+		{"no kubelet.conf", nil, true, true, func(t *testing.T, k KubeletClient) {
+			if k.Conf || k.Err != nil || k.Current == nil {
+				t.Errorf("read %+v", k)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(p string, data []byte) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(root+p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(root+p, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.conf != nil {
+				write(KubeletConf, tc.conf)
+			}
+			if tc.current {
+				// As the kubelet's store keeps it: a link to the newest pair.
+				pair := KubeletClientPair(now)
+				write(pair, PairPEM(rotated, rotatedKey))
+				if err := os.Symlink(root+pair, root+KubeletClientCert); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.ca {
+				write(CACert, ca.pem)
+			}
+			out, err := exec.Command("sh", "-c", kubeletClientScript(root)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			decoded := string(out)
+			for _, l := range strings.Split(string(out), "\n") {
+				if _, v, ok := strings.Cut(l, "="); ok {
+					d, _ := base64.StdEncoding.DecodeString(v)
+					decoded += string(d)
+				}
+			}
+			for _, k := range [][]byte{key, rotatedKey} {
+				if strings.Contains(decoded, string(k)) || strings.Contains(decoded, base64.StdEncoding.EncodeToString(k)) || strings.Contains(decoded, "PRIVATE KEY") {
+					t.Fatal("the probe printed a key")
+				}
+			}
+			tc.check(t, ParseKubeletClient(string(out)))
+		})
+	}
+}
+
+func TestKubeletCertProblem(t *testing.T) {
+	ca, other := newTestCA(t, "kubernetes"), newTestCA(t, "another cluster")
+	now := time.Now()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.pem)
+	for _, tc := range []struct {
+		name   string
+		issuer *testCA
+		cn, o  string
+		from   time.Time
+		until  time.Time
+		word   string // "" for none
+	}{
+		{"the node's", ca, "system:node:gpu-1", "system:nodes", now.Add(-time.Hour), now.Add(time.Hour), ""},
+		{"expired", ca, "system:node:gpu-1", "system:nodes", now.Add(-2 * time.Hour), now.Add(-time.Hour), "expired"},
+		{"not yet valid", ca, "system:node:gpu-1", "system:nodes", now.Add(time.Hour), now.Add(2 * time.Hour), "not valid before"},
+		{"another node's", ca, "system:node:gpu-2", "system:nodes", now.Add(-time.Hour), now.Add(time.Hour), "system:node:gpu-2"},
+		{"not a node", ca, "system:node:gpu-1", "system:masters", now.Add(-time.Hour), now.Add(time.Hour), "system:nodes"},
+		{"another CA's", other, "system:node:gpu-1", "system:nodes", now.Add(-time.Hour), now.Add(time.Hour), "cluster CA"},
+	} {
+		certPEM, _ := tc.issuer.client(tc.cn, tc.o, tc.from, tc.until)
+		c, err := ParseCertPEM(certPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := KubeletCertProblem(c, "gpu-1", pool, now)
+		if (tc.word == "") != (got == "") || !strings.Contains(got, tc.word) {
+			t.Errorf("%s: %q, want a problem naming %q", tc.name, got, tc.word)
+		}
+	}
+}
