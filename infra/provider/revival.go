@@ -265,6 +265,12 @@ func (ControlPlaneRevival) Diff(ctx context.Context, req infer.DiffRequest[Contr
 func (ControlPlaneRevival) Create(ctx context.Context, req infer.CreateRequest[ControlPlaneRevivalArgs]) (infer.CreateResponse[ControlPlaneRevivalState], error) {
 	st := ControlPlaneRevivalState{ControlPlaneRevivalArgs: req.Inputs}
 	if req.DryRun {
+		// New to a stack whose control plane may have expired already:
+		// the preview says so, from a look at the nodes (read-only).
+		resp, err := ControlPlaneRevival{}.Read(ctx, infer.ReadRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: st})
+		if err == nil {
+			_, _ = ControlPlaneRevival{}.Diff(ctx, infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: resp.State})
+		}
 		return infer.CreateResponse[ControlPlaneRevivalState]{ID: "control-plane", Output: st}, nil
 	}
 	st, err := revive(ctx, req.Inputs, nil)

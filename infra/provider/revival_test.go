@@ -316,3 +316,30 @@ func TestRevivalStateDecodes(t *testing.T) {
 		t.Errorf("decoded %v", st.LiveExpiry)
 	}
 }
+
+// A stack made before the revival existed gets the resource created: its
+// preview looks at the nodes (read-only) and says when the control plane
+// expired; the create revives it.
+func TestRevivalCreatedOnAnExpiredControlPlane(t *testing.T) {
+	gone := every(time.Now().Add(-time.Hour))
+	l := newRevivalLab(t, gone, gone, gone)
+	log := captureLog(t)
+	if _, err := (ControlPlaneRevival{}).Create(l.ctx, infer.CreateRequest[ControlPlaneRevivalArgs]{Name: "control-plane", Inputs: l.in, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "etcd has no quorum") || !strings.Contains(log.String(), "cp-1, cp-2, cp-3") {
+		t.Errorf("the preview did not say the control plane expired:\n%s", log)
+	}
+	for name, n := range l.lab.nodes {
+		if m := n.mutations(); len(m) > 0 {
+			t.Errorf("%s: the preview ran %v", name, m)
+		}
+	}
+	out, err := ControlPlaneRevival{}.Create(l.ctx, infer.CreateRequest[ControlPlaneRevivalArgs]{Name: "control-plane", Inputs: l.in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := l.diff(t, out.Output); len(keys) > 0 || len(l.pkis["cp-2"].restarts) == 0 {
+		t.Errorf("after the create: preview %v, cp-2 restarted %v", keys, l.pkis["cp-2"].restarts)
+	}
+}
