@@ -235,13 +235,7 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 	live := map[string]map[string]string{}
 	for _, n := range nodes {
 		node := n.Connection.Node
-		exp, err := readNode(ctx, n.Connection, st.LiveExpiry[node], revivalRead, func(c ssh.Executor) (map[string]string, error) {
-			out, _, err := query(ctx, c, nodefacts.ExpiryScript)
-			if err != nil {
-				return nil, err
-			}
-			return liveExpiryOf(nodefacts.ParseExpiry(out)), nil
-		})
+		exp, err := readNode(ctx, n.Connection, st.LiveExpiry[node], revivalRead, expiryOn(ctx))
 		if err != nil {
 			return infer.ReadResponse[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{}, err
 		}
@@ -251,6 +245,18 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 	}
 	st.LiveExpiry = live
 	return infer.ReadResponse[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
+}
+
+// expiryOn reads a node's renewable certificates' dates, as the state
+// keeps them.
+func expiryOn(ctx context.Context) func(c ssh.Executor) (map[string]string, error) {
+	return func(c ssh.Executor) (map[string]string, error) {
+		out, _, err := query(ctx, c, nodefacts.ExpiryScript)
+		if err != nil {
+			return nil, err
+		}
+		return liveExpiryOf(nodefacts.ParseExpiry(out)), nil
+	}
 }
 
 func (ControlPlaneRevival) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]) (infer.DiffResponse, error) {
@@ -266,11 +272,15 @@ func (ControlPlaneRevival) Create(ctx context.Context, req infer.CreateRequest[C
 	st := ControlPlaneRevivalState{ControlPlaneRevivalArgs: req.Inputs}
 	if req.DryRun {
 		// New to a stack whose control plane may have expired already:
-		// the preview says so, from a look at the nodes (read-only).
-		resp, err := ControlPlaneRevival{}.Read(ctx, infer.ReadRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: st})
-		if err == nil {
-			_, _ = ControlPlaneRevival{}.Diff(ctx, infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: resp.State})
+		// the preview says so, from a look at the nodes (read-only; a
+		// node that cannot be read, as on a first build, says nothing).
+		seen := ControlPlaneRevivalState{ControlPlaneRevivalArgs: req.Inputs, LiveExpiry: map[string]map[string]string{}}
+		for _, n := range req.Inputs.Nodes {
+			if exp, err, _ := readOnce(ctx, n.Connection, expiryOn(ctx)); err == nil {
+				seen.LiveExpiry[n.Connection.Node] = exp
+			}
 		}
+		_, _ = ControlPlaneRevival{}.Diff(ctx, infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: seen})
 		return infer.CreateResponse[ControlPlaneRevivalState]{ID: "control-plane", Output: st}, nil
 	}
 	st, err := revive(ctx, req.Inputs, nil)
