@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -374,20 +373,12 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 			return st, err
 		}
 	}
-	for _, rn := range rv.Nodes {
-		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), reviveRestart()); err != nil {
-			return st, err
-		}
-	}
+	// Each renewed certificate must be a new one before anything waits for
+	// it: kubeadm exits 0 and renews nothing when the CA's key is not on
+	// the node (an external CA), and no quorum would ever come.
 	var left []string
 	for _, rn := range rv.Nodes {
-		c, a := conns[rn.Node], in.addressArgs(byNode[rn.Node])
-		files, _, _ := renewedCerts(rn.Due)
-		s := settle{served: servedOf(files, a.port()), components: []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler}, endpoint: in.Endpoint != ""}
-		if err := waitHealthy(ctx, c, a, s); err != nil {
-			return st, fmt.Errorf("%s: after the revival: %w", rn.Node, err)
-		}
-		out, _, err := query(ctx, c, nodefacts.ExpiryScript)
+		out, _, err := query(ctx, conns[rn.Node], nodefacts.ExpiryScript)
 		if err != nil {
 			return st, fmt.Errorf("%s: reading its certificates: %w", rn.Node, err)
 		}
@@ -398,11 +389,24 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 		}
 	}
 	if len(left) > 0 {
-		return st, fmt.Errorf("the revival did not renew everything: %s", strings.Join(left, "; "))
+		return st, fmt.Errorf("the revival did not renew everything, so nothing was restarted: %s", strings.Join(left, "; "))
+	}
+	for _, rn := range rv.Nodes {
+		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), reviveRestart()); err != nil {
+			return st, err
+		}
+	}
+	for _, rn := range rv.Nodes {
+		c, a := conns[rn.Node], in.addressArgs(byNode[rn.Node])
+		files, _, _ := renewedCerts(rn.Due)
+		s := settle{served: servedOf(files, a.port()), components: []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler}, endpoint: in.Endpoint != ""}
+		if err := waitHealthy(ctx, c, a, s); err != nil {
+			return st, fmt.Errorf("%s: after the revival: %w", rn.Node, err)
+		}
 	}
 	log.Infof("the control plane is back: %s renewed, etcd has a leader, the API answers through %s", strings.Join(rv.names(), ", "), in.Endpoint)
-	if unread := slices.DeleteFunc(slices.Clone(certs), func(n nodeCerts) bool { return n.Expiry != nil }); len(unread) > 0 {
-		for _, n := range unread {
+	for _, n := range certs {
+		if n.Expiry == nil {
 			log.Warningf("%s was not revived (it did not answer): its ControlPlaneAddress renews it once it does", n.Node)
 		}
 	}

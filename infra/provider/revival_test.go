@@ -288,7 +288,7 @@ func TestRevivalLeavesOutAnUnreachableNode(t *testing.T) {
 }
 
 // kubeadm that exits 0 and renews nothing (an external CA) fails the
-// revival, naming what it did not renew.
+// revival, naming what it did not renew, before any restart.
 func TestRevivalThatDidNotRenewFails(t *testing.T) {
 	gone := every(time.Now().Add(-time.Hour))
 	l := newRevivalLab(t, gone, gone, gone)
@@ -299,6 +299,12 @@ func TestRevivalThatDidNotRenewFails(t *testing.T) {
 	_, err := l.update(st)
 	if err == nil || !strings.Contains(err.Error(), "apiserver.crt was not renewed") {
 		t.Errorf("update: %v", err)
+	}
+	// Found before anything waits for a quorum that cannot come.
+	for name, pki := range l.pkis {
+		if len(pki.restarts) > 0 || len(l.lab.nodes[name].probed()) > 0 {
+			t.Errorf("%s: restarted %v, probed %v", name, pki.restarts, l.lab.nodes[name].probed())
+		}
 	}
 }
 
