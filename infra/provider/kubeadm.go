@@ -295,12 +295,9 @@ func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, k
 		// the cluster.
 		seen, _ := readNode(ctx, conn, clusterSeen{}, clusterSearch, func(c ssh.Executor) (clusterSeen, error) {
 			seen := clusterSeen{checked: true}
-			out, _, err := query(ctx, c, check)
+			out, _, _ := query(ctx, c, check)
 			switch strings.TrimSpace(out) {
 			case nodefacts.StateSetUp:
-				if err != nil {
-					break
-				}
 				if kc, err := c.Read(ctx, adminConf); err == nil {
 					seen.live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c), node: conn.Node}
 				}
