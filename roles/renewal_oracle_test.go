@@ -171,3 +171,94 @@ func kubeconfigServer(t *testing.T, path string) string {
 	}
 	return ""
 }
+
+// A revival renews what has already expired, with no API: kubeadm renews
+// an expired kubeconfig's client certificate in place (`kubeadm certs
+// renew` looks at neither its dates nor the cluster), and its phase
+// issues a serving certificate again in the staging directory however
+// long the node's own has been expired.
+func TestKubeadmRenewsWhatExpired(t *testing.T) {
+	kubeadmBin := toolstest.Require(t, "kubeadm")
+	if os.Geteuid() != 0 {
+		t.Skip("kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
+	}
+	inv := layoutInventory(t, inventory.LayoutVIP)
+	render := func(validity string) (initCfg []byte, identity map[string][]byte) {
+		inv.Cluster.Certificates.ValidityPeriod = validity
+		r, err := Render(inv, testBundle(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		identity = map[string][]byte{}
+		for _, f := range r.Nodes[0].Files {
+			switch {
+			case f.Path == kubeadm.InitConfigPath:
+				initCfg = f.Content
+			case strings.HasPrefix(f.Path, pki.CertificatesDir+"/"):
+				identity[strings.TrimPrefix(f.Path, pki.CertificatesDir+"/")] = f.Content
+			}
+		}
+		return initCfg, identity
+	}
+	write := func(p string, data []byte) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(kubeadmBin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("kubeadm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	root := t.TempDir()
+	expiring, identity := render("2s")
+	initCfg, _ := render("2h")
+	for name, data := range identity {
+		write(filepath.Join(root, pki.CertificatesDir, name), data)
+	}
+	write(filepath.Join(root, "expiring.yaml"), expiring)
+	write(filepath.Join(root, "init.yaml"), initCfg)
+	// Every kubeconfig and the apiserver's certificate, valid for 2 s.
+	var kubeconfigs []nodefacts.Renewable
+	for _, r := range nodefacts.Renewables {
+		if r.Kubeconfig() {
+			kubeconfigs = append(kubeconfigs, r)
+			run("init", "phase", "kubeconfig", strings.TrimSuffix(r.Name(), ".conf"), "--rootfs", root, "--config", "/expiring.yaml")
+		}
+	}
+	run("init", "phase", "certs", "apiserver", "--rootfs", root, "--config", "/expiring.yaml")
+	apiserver := filepath.Join(root, nodefacts.PKIFile(nodefacts.APIServerCert))
+	if left := time.Until(readCert(t, apiserver).NotAfter); left > 3*time.Second {
+		t.Fatalf("issued for %s, declared 2s", left)
+	}
+	time.Sleep(3 * time.Second)
+	if !time.Now().After(readCert(t, apiserver).NotAfter) {
+		t.Fatal("not expired yet")
+	}
+	for _, r := range kubeconfigs {
+		path := filepath.Join(root, r.Path)
+		before := kubeconfigCert(t, path)
+		if time.Now().Before(before.NotAfter) {
+			t.Fatalf("%s has not expired", r.Name())
+		}
+		run("certs", "renew", r.Name(), "--rootfs", root, "--config", "/init.yaml")
+		after := kubeconfigCert(t, path)
+		if left := time.Until(after.NotAfter); left < 2*time.Hour-2*time.Minute || after.Subject.String() != before.Subject.String() {
+			t.Errorf("%s renewed for %s more as %s, was %s", r.Name(), left.Round(time.Second), after.Subject, before.Subject)
+		}
+	}
+	// The staging directory regenerateCerts uses: only the CA, and the
+	// current config.
+	staging := filepath.Join(root, "staging")
+	write(filepath.Join(staging, "ca.crt"), identity["ca.crt"])
+	write(filepath.Join(staging, "ca.key"), identity["ca.key"])
+	write(filepath.Join(root, "staging.yaml"), []byte(strings.Replace(string(initCfg), "certificatesDir: "+pki.CertificatesDir, "certificatesDir: "+staging, 1)))
+	run("init", "phase", "certs", "apiserver", "--config", filepath.Join(root, "staging.yaml"))
+	if left := time.Until(readCert(t, filepath.Join(staging, nodefacts.APIServerCert)).NotAfter); left < 2*time.Hour-2*time.Minute {
+		t.Errorf("the apiserver's certificate issued again for %s", left.Round(time.Second))
+	}
+}

@@ -61,7 +61,7 @@ func (d *doctor) checkExpiry(n inventory.Node, f *nodeFacts) {
 				n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
 			continue
 		}
-		d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; homelab up renews it over SSH; if up cannot reach the cluster (admin.conf or the apiserver's own certificates expired), run kubeadm certs renew all on each control-plane node and restart its static pods, then up, which re-issues the serving certificates with the inventory's SANs",
+		d.r.cause("%s's %s expired on %s: whatever authenticates with it fails TLS; homelab up renews it over SSH, with the inventory's SANs, and no API needed: one node at a time while the rest of the control plane serves, or, when the expiry left nothing serving (etcd without quorum, no apiserver able to serve), every control-plane node at once, then restarts them and waits for etcd's quorum and /readyz (homelab preview shows which)",
 			n.Name, e.Path, e.NotAfter.UTC().Format(time.RFC3339))
 	}
 }

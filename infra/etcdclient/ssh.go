@@ -3,7 +3,10 @@ package etcdclient
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -19,6 +22,8 @@ const (
 	NodeCA         = nodefacts.EtcdCACert
 	NodeClientCert = nodefacts.PKIDir + "/apiserver-etcd-client.crt"
 	NodeClientKey  = nodefacts.PKIDir + "/apiserver-etcd-client.key"
+	// NodeServerCert is the certificate the member serves its clients.
+	NodeServerCert = nodefacts.PKIDir + "/" + nodefacts.EtcdServerCert
 	// LocalEndpoint is the member's client URL on the node's loopback,
 	// where kubeadm's etcd always listens.
 	LocalEndpoint = "https://127.0.0.1:2379"
@@ -42,5 +47,29 @@ func ThroughSSH(ctx context.Context, c ssh.Executor) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", NodeClientCert, err)
 	}
+	// An expired certificate fails every handshake, which gRPC retries
+	// until the request's deadline and then reports as a timeout: say so
+	// at once. etcd's serving certificate is judged by its file, which is
+	// what it serves from (it reloads it at each handshake).
+	expired := []string{}
+	if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil && !leaf.NotAfter.After(time.Now()) {
+		expired = append(expired, NodeClientCert+" expired "+leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if data, err := c.Read(ctx, NodeServerCert); err == nil {
+		if cert, err := nodefacts.ParseCertPEM(data); err == nil && !cert.NotAfter.After(time.Now()) {
+			expired = append(expired, NodeServerCert+" expired "+cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	if len(expired) > 0 {
+		return nil, &ExpiredError{What: expired}
+	}
 	return New(ctx, []string{LocalEndpoint}, files[0], pair, c.DialContext)
+}
+
+// ExpiredError is a member that cannot be reached because a certificate
+// of its TLS has expired.
+type ExpiredError struct{ What []string }
+
+func (e *ExpiredError) Error() string {
+	return "etcd cannot be reached: " + strings.Join(e.What, ", ") + " (homelab up renews them over SSH)"
 }

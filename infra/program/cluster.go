@@ -81,6 +81,7 @@ var stages = []struct {
 	run  func(*build) error
 }{
 	{"control-plane hosts, files and keepalived", (*build).controlPlanes},
+	{"revival", (*build).revival},
 	{"bootstrap", (*build).bootstrap},
 	{"control-plane joins", (*build).controlPlaneJoins},
 	{"workers", (*build).workers},
@@ -105,6 +106,7 @@ type build struct {
 	planes      map[string]*ControlPlane
 	fileDeps    map[string][]pulumi.Resource
 	keepaliveds []pulumi.Resource
+	revived     *ControlPlaneRevivalHandle
 	init        *KubeadmInitHandle
 	cpJoins     []pulumi.Resource // every control-plane join, in order
 	joins       []pulumi.Resource // every join, workers' included
@@ -131,14 +133,44 @@ func (b *build) controlPlanes() error {
 	return nil
 }
 
+// revival comes before anything that needs the API or etcd, which a
+// control plane whose certificates expired cannot serve: everything that
+// does follows the bootstrap, which waits for it. It needs every
+// control-plane node's init config and CAs (the certificates are issued
+// again from them) and keepalived (the API must answer through the
+// endpoint again).
+func (b *build) revival() error {
+	deps := slices.Clone(b.keepaliveds)
+	var nodes pulumi.Array
+	for _, n := range b.cps {
+		for _, f := range filesOf(b.r, n.Name) {
+			if f.Path == kubeadm.InitConfigPath || strings.HasPrefix(f.Path, pki.CertificatesDir+"/") {
+				deps = append(deps, b.planes[n.Name].files.get(f.Path)...)
+			}
+		}
+		nodes = append(nodes, pulumi.Map{"connection": connection(b.cfg, n), "address": pulumi.String(n.Address)})
+	}
+	rv, err := register(b.ctx, "ControlPlaneRevival", "control-plane", pulumi.Map{
+		"nodes":       nodes,
+		"configPath":  pulumi.String(kubeadm.InitConfigPath),
+		"port":        pulumi.Int(b.inv.Cluster.Endpoint.Port),
+		"renewBefore": pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
+		"endpoint":    pulumi.String(b.inv.Endpoint()),
+	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps))
+	b.revived = rv
+	return err
+}
+
 // bootstrap waits for the bootstrap node's files, every keepalived (the
 // endpoint answers) and every node's init config: the cluster config is
-// uploaded through whichever node the cluster runs on.
+// uploaded through whichever node the cluster runs on. And for the
+// revival: uploading it needs the API, and so does everything after.
 func (b *build) bootstrap() error {
 	initDeps := append(slices.Clone(b.fileDeps[b.boot.Name]), b.keepaliveds...)
 	for _, n := range b.cps {
 		initDeps = append(initDeps, b.planes[n.Name].files.get(kubeadm.InitConfigPath)...)
 	}
+	initDeps = append(initDeps, b.revived)
 	// Stacks made before the bootstrap was cluster-wide held it as the
 	// first control-plane node's KubeadmInit.
 	var aliases []pulumi.Alias

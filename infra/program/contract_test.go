@@ -31,6 +31,7 @@ var argsOf = map[string]any{
 	pkg + "EtcdMembers":         provider.EtcdMembersArgs{},
 	pkg + "Dataplane":           provider.DataplaneArgs{},
 	pkg + "ControlPlaneAddress": provider.ControlPlaneAddressArgs{},
+	pkg + "ControlPlaneRevival": provider.ControlPlaneRevivalArgs{},
 }
 
 // Every input the program registers is one the provider decodes, with the

@@ -262,3 +262,78 @@ func TestCertificateRenewalInputs(t *testing.T) {
 		prev = cp
 	}
 }
+
+// reaches reports whether r depends on the resource named by urnSuffix,
+// directly or through its dependencies.
+func (m *mocks) reaches(r registered, urnSuffix string) bool {
+	byURN := map[string]registered{}
+	for _, x := range m.all {
+		byURN[x.token+"::"+x.name] = x
+	}
+	seen := map[string]bool{}
+	var walk func(registered) bool
+	walk = func(r registered) bool {
+		for _, d := range r.deps {
+			if strings.HasSuffix(d, urnSuffix) {
+				return true
+			}
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			for k, x := range byURN {
+				if strings.HasSuffix(d, k) && walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(r)
+}
+
+// An expired control plane is revived over SSH before anything needs the
+// API or etcd: the bootstrap waits for the revival, and so, through it,
+// does every resource that reads or writes through the API or etcd. The
+// revival has every control-plane node's init config, CAs and keepalived
+// in place first.
+func TestRevivalComesBeforeTheAPI(t *testing.T) {
+	m := runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.Certificates.RenewBefore = "1000h" })
+	const revival = "homelab:index:ControlPlaneRevival"
+	rv := m.get(t, revival, "control-plane")
+	var nodes []string
+	for _, n := range rv.inputs["nodes"].ArrayValue() {
+		nodes = append(nodes, n.ObjectValue()["connection"].ObjectValue()["node"].StringValue()+"="+n.ObjectValue()["address"].StringValue())
+	}
+	if !slices.Equal(nodes, []string{"cp-1=10.0.0.120", "cp-2=10.0.0.121", "cp-3=10.0.0.122"}) {
+		t.Errorf("revives %v", nodes)
+	}
+	if rv.inputs["renewBefore"].StringValue() != "1000h" || rv.inputs["endpoint"].StringValue() != "10.0.0.100:6443" {
+		t.Errorf("revival inputs %v", rv.inputs)
+	}
+	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
+		for _, dep := range []string{"homelab:index:Service::" + cp + ":keepalived", "homelab:index:File::" + cp + ":/etc/kubernetes/kubeadm/init.yaml", "homelab:index:File::" + cp + ":/etc/kubernetes/pki/etcd/ca.key"} {
+			if !slices.ContainsFunc(rv.deps, func(d string) bool { return strings.HasSuffix(d, dep) }) {
+				t.Errorf("the revival does not wait for %s", dep)
+			}
+		}
+	}
+	if !dependsOn(m.get(t, "homelab:index:KubeadmInit", "homelab"), revival, "control-plane") {
+		t.Error("the bootstrap does not wait for the revival")
+	}
+	api := map[string]bool{"KubeadmJoin": true, "NodeMeta": true, "Manifest": true, "EtcdMembers": true, "ControlPlaneAddress": true, "Dataplane": true}
+	checked := 0
+	for _, r := range m.all {
+		kind := strings.TrimPrefix(r.token, "homelab:index:")
+		if !api[kind] {
+			continue
+		}
+		checked++
+		if !m.reaches(r, revival+"::control-plane") {
+			t.Errorf("%s %s can run before the revival", kind, r.name)
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d resources checked", checked)
+	}
+}

@@ -67,3 +67,7 @@ type PackageHandle struct {
 type ControlPlaneAddressHandle struct {
 	pulumi.CustomResourceState
 }
+
+type ControlPlaneRevivalHandle struct {
+	pulumi.CustomResourceState
+}

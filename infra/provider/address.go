@@ -360,15 +360,8 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 			certs = append(certs, f)
 		}
 	}
-	if len(certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(in.configPath(), certs)); err != nil {
-			return st, err
-		}
-	}
-	if len(kubeconfigs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(in.configPath(), kubeconfigs)); err != nil {
-			return st, err
-		}
+	if err := issueAgain(ctx, c, node, in.configPath(), certs, kubeconfigs); err != nil {
+		return st, err
 	}
 	// Flags the cluster config declares and a manifest lacks: kubeadm
 	// regenerates the whole manifest from the config (volumes included).
@@ -610,6 +603,23 @@ func etcdHealthy(ctx context.Context, c ssh.Executor) error {
 	}
 	if len(s.Errors) > 0 {
 		return fmt.Errorf("etcd: %v", s.Errors)
+	}
+	return nil
+}
+
+// issueAgain re-issues certificate files (relative to PKIDir) by their
+// phases and renews kubeconfigs' client certificates in place, from the
+// node's kubeadm config: nothing of it needs the API.
+func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs, kubeconfigs []string) error {
+	if len(certs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(config, certs)); err != nil {
+			return err
+		}
+	}
+	if len(kubeconfigs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(config, kubeconfigs)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

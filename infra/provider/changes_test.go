@@ -3,6 +3,7 @@ package provider
 import (
 	"maps"
 	"testing"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 )
@@ -172,8 +173,11 @@ func TestInitChanges(t *testing.T) {
 		{"another bootstrap node (a reordered inventory)", KubeadmInitArgs{Connection: conn2, ConfigPath: in.ConfigPath, ConfigSha: "a", Peers: []Connection{conn1}}, up, nil},
 		{"a new cluster config: uploaded, never a second init", KubeadmInitArgs{Connection: conn1, ConfigPath: in.ConfigPath, ConfigSha: "b"}, up, map[string]p.DiffKind{"configSha": upd}},
 		{"no cluster found", in, KubeadmInitState{KubeadmInitArgs: in}, map[string]p.DiffKind{"initialized": upd}},
+		{"its admin kubeconfig valid", in, withAdmin(up, adminKubeconfig(t, time.Now().Add(time.Hour))), nil},
+		// The revival renews it first; the bootstrap reads it again.
+		{"its admin kubeconfig expired", in, withAdmin(up, adminKubeconfig(t, time.Now().Add(-time.Minute))), map[string]p.DiffKind{"adminKubeconfig": upd}},
 	} {
-		checkChanges(t, tc.name, initChanges(tc.in, tc.st), tc.want)
+		checkChanges(t, tc.name, initChanges(tc.in, tc.st, time.Now()), tc.want)
 	}
 }
 

@@ -119,6 +119,29 @@ func query(ctx context.Context, c ssh.Executor, cmd string) (string, int, error)
 	return string(r.Stdout), r.ExitCode, nil
 }
 
+// queryAPI runs a read-only kubectl command; a non-zero exit is an
+// *apiRefused carrying kubectl's reason.
+func queryAPI(ctx context.Context, c ssh.Executor, cmd string) (string, error) {
+	r, err := c.Query(ctx, cmd)
+	if err != nil {
+		return "", err
+	}
+	if r.ExitCode != 0 {
+		return "", &apiRefused{code: r.ExitCode, reason: tail(strings.TrimSpace(redact(string(r.Stderr))), 1)}
+	}
+	return string(r.Stdout), nil
+}
+
+// apiRefused is a kubectl command that exited non-zero: the API did not
+// answer, or refused, and reason (kubectl's last line of stderr) says why
+// ("x509: certificate has expired or is not yet valid", "Unauthorized").
+type apiRefused struct {
+	code   int
+	reason string
+}
+
+func (e *apiRefused) Error() string { return fmt.Sprintf("kubectl exit %d: %s", e.code, e.reason) }
+
 func tail(s string, lines int) string {
 	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(parts) > lines {

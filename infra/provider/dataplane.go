@@ -279,12 +279,9 @@ const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy con
 // pending-...), which is no desired state of its own.
 func readDataplane(ctx context.Context, c ssh.Executor, in DataplaneArgs) (st DataplaneState, status string, err error) {
 	st = DataplaneState{DataplaneArgs: in}
-	out, code, err := query(ctx, c, kubeProxyObjects)
+	out, err := queryAPI(ctx, c, kubeProxyObjects)
 	if err != nil {
-		return st, "", err
-	}
-	if code != 0 {
-		return st, "", fmt.Errorf("%s: reading kube-proxy's objects failed (exit %d)", in.Via.Node, code)
+		return st, "", fmt.Errorf("%s: reading kube-proxy's objects: %w", in.Via.Node, err)
 	}
 	st.KubeProxy = strings.TrimSpace(out) != ""
 	rel, err := getRelease(ctx, c, in)

@@ -22,6 +22,9 @@ import (
 type fakeLab struct {
 	t     *testing.T
 	nodes map[string]*fakeNode
+	// seq numbers every node's events in the order they happened, so a
+	// test can order what happened on different nodes.
+	seq int
 }
 
 func newFakeLab(t *testing.T) *fakeLab {
@@ -44,7 +47,7 @@ func (l *fakeLab) node(name string) *fakeNode {
 	if n, ok := l.nodes[name]; ok {
 		return n
 	}
-	n := &fakeNode{t: l.t, name: name, addr: fmt.Sprintf("10.0.0.%d", 11+len(l.nodes)), hostKey: "SHA256:" + name, files: map[string]fakeFile{}}
+	n := &fakeNode{t: l.t, lab: l, name: name, addr: fmt.Sprintf("10.0.0.%d", 11+len(l.nodes)), hostKey: "SHA256:" + name, files: map[string]fakeFile{}}
 	l.nodes[name] = n
 	return n
 }
@@ -93,6 +96,7 @@ type fakeEvent struct {
 	mutating bool
 	cmd      string // the command, or the path
 	stdin    string
+	seq      int // the lab's count of events when it happened
 }
 
 type fakeAnswer struct {
@@ -102,6 +106,7 @@ type fakeAnswer struct {
 
 type fakeNode struct {
 	t       *testing.T
+	lab     *fakeLab
 	name    string
 	addr    string
 	hostKey string
@@ -151,6 +156,13 @@ func (n *fakeNode) asked(s string) bool {
 
 func (n *fakeNode) reset() { n.events, n.dials = nil, 0 }
 
+// record adds e to the node's events, numbered in the lab's order.
+func (n *fakeNode) record(e fakeEvent) {
+	n.lab.seq++
+	e.seq = n.lab.seq
+	n.events = append(n.events, e)
+}
+
 type fakeConn struct {
 	node   *fakeNode
 	closed bool
@@ -163,7 +175,7 @@ func (c *fakeConn) exec(kind string, mutating bool, cmd, stdin string) (ssh.Resu
 	if c.closed {
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, net.ErrClosed)
 	}
-	n.events = append(n.events, fakeEvent{kind: kind, mutating: mutating, cmd: cmd, stdin: stdin})
+	n.record(fakeEvent{kind: kind, mutating: mutating, cmd: cmd, stdin: stdin})
 	for _, a := range n.answers {
 		if strings.Contains(cmd, a.match) {
 			return a.answer(cmd)
@@ -191,7 +203,7 @@ func (c *fakeConn) Upload(ctx context.Context, path string, content []byte, mode
 	if c.closed {
 		return net.ErrClosed
 	}
-	n.events = append(n.events, fakeEvent{kind: "upload", mutating: true, cmd: path})
+	n.record(fakeEvent{kind: "upload", mutating: true, cmd: path})
 	n.files[path] = fakeFile{append([]byte(nil), content...), mode}
 	return nil
 }
@@ -201,7 +213,7 @@ func (c *fakeConn) Read(ctx context.Context, path string) ([]byte, error) {
 	if c.closed {
 		return nil, net.ErrClosed
 	}
-	n.events = append(n.events, fakeEvent{kind: "read", cmd: path})
+	n.record(fakeEvent{kind: "read", cmd: path})
 	f, ok := n.files[path]
 	if !ok {
 		return nil, &fs.PathError{Op: "ssh read", Path: n.name + ":" + path, Err: fs.ErrNotExist}

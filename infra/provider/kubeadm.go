@@ -8,6 +8,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -241,6 +242,8 @@ func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitAr
 	}
 	if live.clusterUID != "" {
 		st.ClusterUID = live.clusterUID
+	} else if live.adminKubeconfig != "" && st.ClusterUID != "" {
+		p.GetLogger(ctx).Warningf("%s: its API did not tell the cluster's identity (kube-system's UID): the last known one is kept", live.node)
 	}
 	return infer.ReadResponse[KubeadmInitArgs, KubeadmInitState]{ID: req.ID, Inputs: req.Inputs, State: st}, nil
 }
@@ -250,6 +253,8 @@ type liveCluster struct {
 	adminKubeconfig string
 	// clusterUID is "" when that node's API did not answer.
 	clusterUID string
+	// node is where it was read.
+	node string
 }
 
 // clusterSeen is what one node told of the cluster.
@@ -266,52 +271,97 @@ type clusterSeen struct {
 // then due, which looks for the cluster on every node before it runs.
 var clusterSearch = keepOrRecheck(func(clusterSeen) clusterSeen { return clusterSeen{checked: true} })
 
+// peerData is what a peer answers when it holds etcd data while its API
+// does not answer (an expired control plane, or one being repaired).
+const peerData = "data"
+
 // clusterExists looks for the cluster on the bootstrap node, then on its
 // peers, and returns admin.conf and the cluster's identity from where it
-// runs. known is false when nothing could be checked (every node
-// unreachable: keep the last state).
+// runs. An admin.conf whose client certificate expired is taken only when
+// no node has one that has not. known is false when nothing could be
+// checked (every node unreachable), or when a peer holds the cluster's
+// data but its API does not answer: that says nothing about the cluster
+// being gone, so the last state stands.
 func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, known bool) {
+	var expired liveCluster
+	unsure := false
 	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
 		check := initState()
 		if i > 0 {
-			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo " + nodefacts.StateSetUp + "; else echo " + nodefacts.StateNone + "; fi"
+			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo " + nodefacts.StateSetUp +
+				"; elif test -d " + nodefacts.EtcdMemberDir + "; then echo " + peerData + "; else echo " + nodefacts.StateNone + "; fi"
 		}
 		// Its read never fails: a node that cannot tell is one without
 		// the cluster.
 		seen, _ := readNode(ctx, conn, clusterSeen{}, clusterSearch, func(c ssh.Executor) (clusterSeen, error) {
 			seen := clusterSeen{checked: true}
-			out, _, err := query(ctx, c, check)
-			if err == nil && strings.TrimSpace(out) == nodefacts.StateSetUp {
+			out, _, _ := query(ctx, c, check)
+			switch strings.TrimSpace(out) {
+			case nodefacts.StateSetUp:
 				if kc, err := c.Read(ctx, adminConf); err == nil {
-					seen.live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c)}
+					seen.live = liveCluster{adminKubeconfig: string(kc), clusterUID: readClusterUID(ctx, c), node: conn.Node}
 				}
+			case peerData:
+				seen.checked, unsure = false, true
+				p.GetLogger(ctx).Warningf("%s holds etcd data but its API does not answer: whether the cluster exists is kept as last known", conn.Node)
 			}
 			return seen, nil
 		})
 		known = known || seen.checked
-		if seen.live.adminKubeconfig != "" {
-			return seen.live, true
+		if kc := seen.live.adminKubeconfig; kc != "" {
+			if !adminExpired(kc, time.Now()) {
+				return seen.live, true
+			}
+			if expired.adminKubeconfig == "" {
+				expired = seen.live
+			}
 		}
 	}
-	return liveCluster{}, known
+	if expired.adminKubeconfig != "" {
+		return expired, true
+	}
+	return liveCluster{}, known && !unsure
+}
+
+// adminExpired reports whether a kubeconfig's client certificate expired
+// by now (false when it carries none it can tell).
+func adminExpired(kubeconfig string, now time.Time) bool {
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return false
+	}
+	for _, a := range cfg.AuthInfos {
+		if c, err := nodefacts.ParseCertPEM(a.ClientCertificateData); err == nil {
+			return !c.NotAfter.After(now)
+		}
+	}
+	return false
 }
 
 // initChanges: another bootstrap node (a reordered inventory) is no
 // change; the cluster's configuration and whether it exists are. Never a
-// replacement: a second init would be a second cluster.
-func initChanges(in KubeadmInitArgs, st KubeadmInitState) changeSet {
+// replacement: a second init would be a second cluster. An admin
+// kubeconfig whose client certificate expired (the whole control plane
+// expired, and is revived before this step) is read again.
+func initChanges(in KubeadmInitArgs, st KubeadmInitState, now time.Time) changeSet {
 	d := changeSet{}
 	if in.ConfigSha != st.ConfigSha {
 		d.update("configSha")
 	}
 	if !st.Initialized {
 		d.update("initialized")
+	} else if adminExpired(st.AdminKubeconfig, now) {
+		d.update("adminKubeconfig")
 	}
 	return d
 }
 
 func (KubeadmInit) Diff(ctx context.Context, req infer.DiffRequest[KubeadmInitArgs, KubeadmInitState]) (infer.DiffResponse, error) {
-	return initChanges(req.Inputs, req.State).diff(false), nil
+	d := initChanges(req.Inputs, req.State, time.Now())
+	if d.has("adminKubeconfig") {
+		p.GetLogger(ctx).Infof("the stack's admin kubeconfig has expired: up reads admin.conf again once the control plane's certificates are renewed")
+	}
+	return d.diff(false), nil
 }
 
 func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmInitArgs, KubeadmInitState]) (infer.UpdateResponse[KubeadmInitState], error) {
@@ -325,26 +375,47 @@ func (KubeadmInit) Update(ctx context.Context, req infer.UpdateRequest[KubeadmIn
 		}
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
 	}
-	d := initChanges(in, old)
+	d := initChanges(in, old, time.Now())
 	if d.has("initialized") {
 		err := bootstrap(ctx, in, &st)
 		return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
 	}
 	if d.has("configSha") {
-		// The cluster keeps its ClusterConfiguration in kubeadm-config;
-		// later joins and upgrades read it from there.
-		for _, conn := range append([]Connection{in.Connection}, in.Peers...) {
-			c, err := dial(ctx, conn)
-			if err != nil {
-				continue
-			}
-			err = uploadConfig(ctx, c, conn.Node, in.ConfigPath)
-			c.Close()
-			return infer.UpdateResponse[KubeadmInitState]{Output: st}, err
+		if err := uploadAnywhere(ctx, in); err != nil {
+			return infer.UpdateResponse[KubeadmInitState]{}, err
 		}
-		return infer.UpdateResponse[KubeadmInitState]{}, fmt.Errorf("no control-plane node answers to take the new kubeadm config")
+	}
+	if d.has("adminKubeconfig") {
+		// The revival before this step renewed admin.conf where it could.
+		live, _ := clusterExists(ctx, in)
+		if live.adminKubeconfig != "" {
+			st.AdminKubeconfig = live.adminKubeconfig
+		}
+		if live.clusterUID != "" {
+			st.ClusterUID = live.clusterUID
+		}
+		if adminExpired(st.AdminKubeconfig, time.Now()) {
+			p.GetLogger(ctx).Warningf("every control-plane node's admin.conf still has an expired client certificate: the stack's kubeconfig (homelab kubeconfig) stays expired until one is renewed (ControlPlaneAddress renews them later in this up; the next refresh reads it)")
+		}
 	}
 	return infer.UpdateResponse[KubeadmInitState]{Output: st}, nil
+}
+
+// uploadAnywhere uploads the cluster configuration through the first
+// control-plane node that answers: the cluster keeps its
+// ClusterConfiguration in kubeadm-config, which later joins and upgrades
+// read.
+func uploadAnywhere(ctx context.Context, in KubeadmInitArgs) error {
+	for _, conn := range append([]Connection{in.Connection}, in.Peers...) {
+		c, err := dial(ctx, conn)
+		if err != nil {
+			continue
+		}
+		err = uploadConfig(ctx, c, conn.Node, in.ConfigPath)
+		c.Close()
+		return err
+	}
+	return fmt.Errorf("no control-plane node answers to take the new kubeadm config")
 }
 
 // Delete changes no node: each node's KubeadmJoin resets it.

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -71,13 +72,11 @@ func (NodeMeta) Create(ctx context.Context, req infer.CreateRequest[NodeMetaArgs
 
 // getNode reads the Node; nil when the cluster has none of that name.
 func getNode(ctx context.Context, c ssh.Executor, in NodeMetaArgs) (*nodeJSON, error) {
-	out, code, err := query(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json --ignore-not-found")
+	out, err := queryAPI(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json --ignore-not-found")
 	if err != nil {
-		return nil, err
-	}
-	if code != 0 {
-		// The API is not there (Via is being rebuilt): unknown, not absent.
-		return nil, fmt.Errorf("%s: reading Node %s failed (exit %d)", in.Via.Node, in.Node, code)
+		// The API is not there (Via is being rebuilt, its certificates
+		// expired): unknown, not absent.
+		return nil, fmt.Errorf("%s: reading Node %s: %w", in.Via.Node, in.Node, err)
 	}
 	if strings.TrimSpace(out) == "" {
 		return nil, nil
@@ -313,12 +312,13 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, manifestRead, func(c ssh.Executor) (ManifestState, error) {
 		st := last
-		out, code, err := query(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		out, err := queryAPI(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		var refused *apiRefused
+		if errors.As(err, &refused) {
+			return st, unanswered(fmt.Errorf("its API: %w", err))
+		}
 		if err != nil {
 			return st, err
-		}
-		if code != 0 {
-			return st, unanswered(fmt.Errorf("its API: kubectl exit %d", code))
 		}
 		st.Exists = strings.TrimSpace(out) != ""
 		return st, nil

@@ -79,9 +79,14 @@ func TestEveryResourceReadPolicy(t *testing.T) {
 			in := ControlPlaneAddressArgs{Connection: l.conn("cp-1"), Address: "10.0.0.11"}
 			return readOutcome(ctx, ControlPlaneAddress{}, in, ControlPlaneAddressState{ControlPlaneAddressArgs: in, LiveAdvertise: "10.0.0.11"})
 		}, "last", "last", "last"},
+		{"ControlPlaneRevival", func(ctx context.Context, l *fakeLab) string {
+			in := ControlPlaneRevivalArgs{Nodes: []RevivalNode{{Connection: l.conn("cp-1"), Address: "10.0.0.11"}, {Connection: l.conn("cp-2"), Address: "10.0.0.12"}}}
+			return readOutcome(ctx, ControlPlaneRevival{}, in, ControlPlaneRevivalState{ControlPlaneRevivalArgs: in,
+				LiveExpiry: map[string]map[string]string{"cp-1": {"apiserver.crt": "2027-01-10T08:00:00Z"}, "cp-2": {"apiserver.crt": "2027-01-10T08:00:00Z"}}})
+		}, "last", "last", "last"},
 	}
-	if len(rows) != 11 {
-		t.Fatalf("%d resources in the table, the provider has 11", len(rows))
+	if len(rows) != 12 {
+		t.Fatalf("%d resources in the table, the provider has 12", len(rows))
 	}
 	for _, r := range rows {
 		for _, col := range []struct {

@@ -38,6 +38,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&EtcdMembers{}),
 			infer.Resource(&Dataplane{}),
 			infer.Resource(&ControlPlaneAddress{}),
+			infer.Resource(&ControlPlaneRevival{}),
 		).
 		Build()
 }
@@ -77,6 +78,7 @@ var (
 	_ removable[ManifestArgs, ManifestState]                       = (*Manifest)(nil)
 	_ removable[DataplaneArgs, DataplaneState]                     = (*Dataplane)(nil)
 	_ removable[ControlPlaneAddressArgs, ControlPlaneAddressState] = (*ControlPlaneAddress)(nil)
+	_ removable[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = (*ControlPlaneRevival)(nil)
 
 	// The cluster's identity stays known in a preview of a config change.
 	_ infer.ExplicitDependencies[KubeadmInitArgs, KubeadmInitState] = (*KubeadmInit)(nil)

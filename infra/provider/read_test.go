@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 
@@ -130,5 +131,40 @@ func TestReadAny(t *testing.T) {
 	})
 	if err == nil || lab.node("cp-2").dials != 0 {
 		t.Errorf("an unmarked read error: %v, after %d dials of cp-2", err, lab.node("cp-2").dials)
+	}
+}
+
+// An API whose certificates expired fails kubectl on the node with its
+// TLS error. Every read that goes through it keeps its last state, warns
+// naming the reason (never a silent success), and the plan stays as it
+// was: nothing reads as gone, so nothing is re-created or deleted.
+func TestReadsThroughAnExpiredAPIKeepTheLastState(t *testing.T) {
+	const why = "Unable to connect to the server: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2027-06-01T12:00:00Z is after 2027-05-31T12:00:00Z"
+	lab := newFakeLab(t)
+	cp := lab.node("cp-1")
+	cp.onFunc(kubectl, func(string) (ssh.Result, error) { return ssh.Result{Stderr: []byte(why + "\n"), ExitCode: 1}, nil })
+	cp.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
+	log := captureLog(t)
+
+	meta := NodeMetaArgs{Via: lab.conn("cp-1"), Node: "gpu-1", Labels: map[string]string{"tier": "fast"}}
+	lastMeta := NodeMetaState{NodeMetaArgs: meta, LiveLabels: map[string]string{"tier": "fast"}}
+	if got := refresh(t, lab.ctx(), NodeMeta{}, meta, lastMeta); !maps.Equal(got.LiveLabels, lastMeta.LiveLabels) || len(nodeMetaChanges(meta, got)) > 0 {
+		t.Errorf("NodeMeta: %+v", got.LiveLabels)
+	}
+	man := ManifestArgs{Via: lab.conn("cp-1"), Kind: "runtimeclass", Name: "nvidia", Content: "x"}
+	if got := refresh(t, lab.ctx(), Manifest{}, man, ManifestState{ManifestArgs: man, Exists: true}); !got.Exists || len(manifestChanges(man, got)) > 0 {
+		t.Errorf("Manifest: exists %v", got.Exists)
+	}
+	dp := DataplaneArgs{Via: lab.conn("cp-1"), Replacement: "none", CNI: "cilium", Values: "{}"}
+	lastDP := DataplaneState{DataplaneArgs: dp, KubeProxy: true, ReleasePresent: true, ReleaseValues: canonical("{}")}
+	if got := refresh(t, lab.ctx(), Dataplane{}, dp, lastDP); !got.KubeProxy || !got.ReleasePresent || len(dataplaneChanges(dp, got)) > 0 {
+		t.Errorf("Dataplane: %+v", got)
+	}
+	logged := log.String()
+	if n := strings.Count(logged, "x509: certificate has expired"); n != 3 {
+		t.Errorf("%d warnings name the expired certificate, want one per read:\n%s", n, logged)
+	}
+	if m := cp.mutations(); len(m) > 0 {
+		t.Errorf("reads ran %v", m)
 	}
 }

@@ -211,7 +211,7 @@ func (f *fakePKI) notAfter(name string) time.Time {
 func fakeProbes(pkis map[string]*fakePKI) probes {
 	log := func(c ssh.Executor, what string) *fakePKI {
 		n := c.(*fakeConn).node
-		n.events = append(n.events, fakeEvent{kind: "probe", cmd: what})
+		n.record(fakeEvent{kind: "probe", cmd: what})
 		return pkis[n.name]
 	}
 	return probes{

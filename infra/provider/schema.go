@@ -73,6 +73,12 @@ var (
 	_ infer.CustomDiff[ControlPlaneAddressArgs, ControlPlaneAddressState]   = ControlPlaneAddress{}
 	_ infer.CustomUpdate[ControlPlaneAddressArgs, ControlPlaneAddressState] = ControlPlaneAddress{}
 	_ infer.CustomDelete[ControlPlaneAddressState]                          = ControlPlaneAddress{}
+
+	_ infer.CustomCreate[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = ControlPlaneRevival{}
+	_ infer.CustomRead[ControlPlaneRevivalArgs, ControlPlaneRevivalState]   = ControlPlaneRevival{}
+	_ infer.CustomDiff[ControlPlaneRevivalArgs, ControlPlaneRevivalState]   = ControlPlaneRevival{}
+	_ infer.CustomUpdate[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = ControlPlaneRevival{}
+	_ infer.CustomDelete[ControlPlaneRevivalState]                          = ControlPlaneRevival{}
 )
 
 func (c *Connection) Annotate(a infer.Annotator) {
@@ -289,4 +295,22 @@ func (c *ControlPlaneAddressState) Annotate(a infer.Annotator) {
 	a.Describe(&c.LiveSANs, "Each certificate's SANs, read live.")
 	a.Describe(&c.LiveArgs, "The declared flags' live values, by pod/flag (absent: the manifest lacks the flag).")
 	a.Describe(&c.LiveExpiry, "When each certificate kubeadm issued on the node expires (RFC 3339), read live, by name (apiserver.crt, etcd/peer.crt, admin.conf, ...); one within renewBefore is renewed.")
+}
+
+func (r *RevivalNode) Annotate(a infer.Annotator) {
+	a.Describe(&r, "A control-plane node a revival renews and waits for.")
+	a.Describe(&r.Connection, "How the node is reached.")
+	a.Describe(&r.Address, "The node's declared address: its apiserver must answer /readyz with a certificate valid for it.")
+}
+
+func (r *ControlPlaneRevivalArgs) Annotate(a infer.Annotator) {
+	a.Describe(&r.Nodes, "Every control-plane node, whose certificates are read; which nodes is a means, no change.")
+	a.Describe(&r.ConfigPath, "The nodes' kubeadm init configuration, from which their certificates are issued again (the inventory's SANs and validity).")
+	a.Describe(&r.Port, "The apiserver's port.")
+	a.Describe(&r.RenewBefore, "How long before its expiry a certificate is due (a Go duration, the inventory's cluster.certificates.renewBefore; default 720h): a revival renews every due certificate of the nodes it revives.")
+	a.Describe(&r.Endpoint, "The controlPlaneEndpoint (host:port), through which the API must answer /readyz again.")
+}
+
+func (r *ControlPlaneRevivalState) Annotate(a infer.Annotator) {
+	a.Describe(&r.LiveExpiry, "When each certificate kubeadm issued on each control-plane node expires (RFC 3339), read live, by node, then by name (apiserver.crt, etcd/peer.crt, admin.conf, ...).")
 }

@@ -16,7 +16,7 @@ import (
 // resource may use those names.
 func TestNoReservedInputNames(t *testing.T) {
 	for _, args := range []any{HostArgs{}, FileArgs{}, ServiceArgs{}, KubeadmInitArgs{}, KubeadmJoinArgs{}, NodeMetaArgs{},
-		ManifestArgs{}, EtcdMembersArgs{}, DataplaneArgs{}, ControlPlaneAddressArgs{}, PackageArgs{}} {
+		ManifestArgs{}, EtcdMembersArgs{}, DataplaneArgs{}, ControlPlaneAddressArgs{}, PackageArgs{}, ControlPlaneRevivalArgs{}} {
 		checkNames(t, reflect.TypeOf(args))
 	}
 }
@@ -46,8 +46,8 @@ func TestSchemaDocumentsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Resources) != 11 {
-		t.Errorf("%d resources in the schema, want 11", len(spec.Resources))
+	if len(spec.Resources) != 12 {
+		t.Errorf("%d resources in the schema, want 12", len(spec.Resources))
 	}
 	check := func(kind, token string, o schema.ObjectTypeSpec, inputs map[string]schema.PropertySpec) {
 		if o.Description == "" {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,10 @@ type Change struct {
 	// Repairs says what the step repairs on its node and why ("" for
 	// nothing): a kubelet.conf that embeds its client certificate.
 	Repairs string
+	// Revives are, for a revival of the expired control plane, each node
+	// with the certificates renewed on it and the dates they were valid
+	// until.
+	Revives []string
 	// paths are the detailed diff's property paths.
 	paths []string
 }
@@ -42,6 +47,9 @@ func (c Change) String() string {
 	}
 	if c.Repairs != "" {
 		s += ": repairs: " + c.Repairs
+	}
+	if len(c.Revives) > 0 {
+		s += ": the control plane's certificates expired; REVIVES it over SSH (every node renewed, restarted, then etcd's quorum and /readyz waited for): " + strings.Join(c.Revives, "; ")
 	}
 	if c.Destroys != "" {
 		s += ": DESTRUCTIVE, " + c.Destroys + "; refused unless up --allow-destroy " + c.Node
@@ -105,6 +113,8 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 			c.Renews = append(c.Renews, name+" (valid until "+until+")")
 		}
 		sort.Strings(c.Renews)
+	case c.Type == "homelab:index:ControlPlaneRevival" && c.Op == string(apitype.OpUpdate):
+		c.Revives = revives(c.paths, oldState)
 	case c.Type == "homelab:index:File" && c.Op == string(apitype.OpDelete):
 		node, path, _ := strings.Cut(c.Name, ":")
 		if strings.HasPrefix(path, "/etc/kubernetes/pki/") && strings.HasSuffix(path, ".key") || strings.HasPrefix(path, "/etc/kubernetes/encryption/") {
@@ -112,6 +122,53 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 		}
 	}
 	return c
+}
+
+// revives reads a revival's detailed diff, keyed by node and certificate
+// into the state's liveExpiry (whose old values are their dates): each
+// node, in name order, with what it renews and until when it was valid.
+func revives(paths []string, oldState map[string]any) []string {
+	exp, _ := oldState["liveExpiry"].(map[string]any)
+	names := map[string][]string{}
+	until := map[string][]string{}
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(p, `liveExpiry["`)
+		if !ok {
+			continue
+		}
+		node, name, ok := strings.Cut(strings.TrimSuffix(rest, `"]`), `"]["`)
+		if !ok {
+			continue
+		}
+		names[node] = append(names[node], name)
+		dates, _ := exp[node].(map[string]any)
+		if v, _ := dates[name].(string); v != "" {
+			until[node] = append(until[node], v)
+		}
+	}
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(names)) {
+		slices.Sort(names[node])
+		line := node + " renews " + strings.Join(names[node], ", ")
+		if d := until[node]; len(d) > 0 {
+			slices.Sort(d) // RFC 3339 in UTC sorts by time
+			first, last := stampOf(d[0]), stampOf(d[len(d)-1])
+			if first == last {
+				line += " (valid until " + first + ")"
+			} else {
+				line += " (valid until " + first + " to " + last + ")"
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func stampOf(rfc3339 string) string {
+	if t, err := time.Parse(time.RFC3339, rfc3339); err == nil {
+		return t.UTC().Format("2006-01-02 15:04 MST")
+	}
+	return rfc3339
 }
 
 func asList(v any) []map[string]any {

@@ -90,3 +90,27 @@ func TestPreviewNamesKubeletRepair(t *testing.T) {
 		t.Errorf("a config change repairs %q", c.Repairs)
 	}
 }
+
+// preview says the control plane expired and will be revived, naming
+// each node and what it renews, from the provider's detailed diff.
+func TestPreviewNamesARevival(t *testing.T) {
+	c := classify(Change{Type: "homelab:index:ControlPlaneRevival", Name: "control-plane", Op: "update", Keys: []string{"liveExpiry"},
+		paths: []string{`liveExpiry["cp-2"]["etcd/peer.crt"]`, `liveExpiry["cp-1"]["apiserver.crt"]`, `liveExpiry["cp-1"]["admin.conf"]`}},
+		map[string]any{"liveExpiry": map[string]any{
+			"cp-1": map[string]any{"admin.conf": "2027-01-10T08:01:00Z", "apiserver.crt": "2027-01-10T08:00:00Z", "etcd/peer.crt": "2027-01-10T08:00:00Z"},
+			"cp-2": map[string]any{"etcd/peer.crt": "2027-01-10T08:03:00Z"},
+		}}, nil)
+	want := []string{
+		"cp-1 renews admin.conf, apiserver.crt (valid until 2027-01-10 08:00 UTC to 2027-01-10 08:01 UTC)",
+		"cp-2 renews etcd/peer.crt (valid until 2027-01-10 08:03 UTC)",
+	}
+	if !slices.Equal(c.Revives, want) || c.Destroys != "" {
+		t.Errorf("revives %q, want %q (destroys %q)", c.Revives, want, c.Destroys)
+	}
+	if s := c.String(); !strings.Contains(s, "expired") || !strings.Contains(s, "REVIVES") || !strings.Contains(s, "cp-2 renews etcd/peer.crt") {
+		t.Errorf("preview line %q", s)
+	}
+	if c := classify(Change{Type: "homelab:index:ControlPlaneRevival", Name: "control-plane", Op: "create"}, nil, nil); len(c.Revives) > 0 {
+		t.Errorf("a new revival resource revives %v", c.Revives)
+	}
+}

@@ -26,18 +26,41 @@ type Renewable struct {
 	// client-go's cert rotation) and its etcd client certificate on every
 	// handshake, as etcd does its own certificates.
 	RestartPod string
+	// Outage is what its expiry takes down on its node.
+	Outage Outage
 }
+
+// Outage is what a certificate's expiry takes down on its node, which
+// decides whether the control plane can be renewed one node at a time
+// (something keeps serving) or must be revived (nothing does).
+type Outage int
+
+const (
+	// NoOutage: a client of the API or of a component fails (admin.conf,
+	// the controller-manager's kubeconfig), or a feature (the apiserver's
+	// kubelet and front-proxy clients): the API is still served.
+	NoOutage Outage = iota
+	// APIOutage: the node's apiserver cannot serve: its own certificate
+	// fails every client's TLS, or it cannot reach etcd (its etcd client
+	// certificate, or etcd's serving certificate its client verifies: the
+	// apiserver talks to its node's own member).
+	APIOutage
+	// PeerOutage: the node's etcd member can no longer reach its peers,
+	// nor they it (the peer certificate serves both ends): quorum counts
+	// it out.
+	PeerOutage
+)
 
 // Renewables are every certificate up renews on a control-plane node, in
 // the order it renews them. The kubelet's client certificate is not among
 // them: the kubelet rotates it itself (rotateCertificates).
 var Renewables = []Renewable{
-	{Path: PKIFile("apiserver.crt"), Phase: "apiserver", CA: "ca"},
+	{Path: PKIFile(APIServerCert), Phase: "apiserver", CA: "ca", Outage: APIOutage},
 	{Path: PKIFile("apiserver-kubelet-client.crt"), Phase: "apiserver-kubelet-client", CA: "ca"},
-	{Path: PKIFile("apiserver-etcd-client.crt"), Phase: "apiserver-etcd-client", CA: "etcd/ca"},
+	{Path: PKIFile("apiserver-etcd-client.crt"), Phase: "apiserver-etcd-client", CA: "etcd/ca", Outage: APIOutage},
 	{Path: PKIFile("front-proxy-client.crt"), Phase: "front-proxy-client", CA: "front-proxy-ca"},
-	{Path: PKIFile("etcd/server.crt"), Phase: "etcd-server", CA: "etcd/ca"},
-	{Path: PKIFile("etcd/peer.crt"), Phase: "etcd-peer", CA: "etcd/ca"},
+	{Path: PKIFile(EtcdServerCert), Phase: "etcd-server", CA: "etcd/ca", Outage: APIOutage},
+	{Path: PKIFile(EtcdPeerCert), Phase: "etcd-peer", CA: "etcd/ca", Outage: PeerOutage},
 	{Path: PKIFile("etcd/healthcheck-client.crt"), Phase: "etcd-healthcheck-client", CA: "etcd/ca"},
 	{Path: AdminConf, CA: "ca"},
 	{Path: SuperAdminConf, CA: "ca"},

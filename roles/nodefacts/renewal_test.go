@@ -73,3 +73,23 @@ func TestProcessPattern(t *testing.T) {
 		}
 	}
 }
+
+// What each certificate's expiry takes down decides revival against a
+// renewal one node at a time: the apiserver's own certificate and both
+// ends of its way to etcd make its node's API fail, the peer certificate
+// its etcd member's vote; a kubeconfig, or a client the API serves
+// without, takes nothing down.
+func TestOutages(t *testing.T) {
+	want := map[string]Outage{
+		APIServerCert: APIOutage, "apiserver-etcd-client.crt": APIOutage, EtcdServerCert: APIOutage,
+		EtcdPeerCert: PeerOutage,
+	}
+	for _, r := range Renewables {
+		if got := r.Outage; got != want[r.Name()] {
+			t.Errorf("%s: outage %d, want %d", r.Name(), got, want[r.Name()])
+		}
+		if r.Kubeconfig() && r.Outage != NoOutage {
+			t.Errorf("%s: a kubeconfig takes the API down", r.Name())
+		}
+	}
+}
