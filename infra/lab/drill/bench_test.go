@@ -2,6 +2,8 @@ package drill
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +32,11 @@ import (
 // some kinds only.
 func BenchmarkDrills(b *testing.B) {
 	needE2E(b)
+	if b.N == 1 && benchtimeRuns() > 1 {
+		// -benchtime Nx calls the benchmark with b.N = 1 first and then
+		// with N: a lab built and every drill run once for nothing.
+		return
+	}
 	layout := os.Getenv(envvars.DrillLayout)
 	if layout == "" {
 		layout = inventory.LayoutVIP
@@ -80,14 +87,16 @@ func BenchmarkDrills(b *testing.B) {
 			for _, m := range Mismatches(checks) {
 				b.Errorf("%s: %s predicted %q, measured %q", f.ID, m.Item, m.Predicted, m.Measured)
 			}
-			b.Logf("%s: API through the endpoint again %s, NotReady %v, handback %+v, splits %v", f.ID, failoverText(r), r.NotReady, r.Handback, r.Splits)
+			// On stdout: the testing package keeps 10 lines of a
+			// benchmark's log.
+			fmt.Printf("%s: API through the endpoint again %s, NotReady %v, handback %+v, splits %v\n", f.ID, failoverText(r), r.NotReady, r.Handback, r.Splits)
 		}
 	}
 	b.StopTimer()
 	var sum strings.Builder
 	figs := Summarize(results)
 	WriteSummary(&sum, figs)
-	b.Logf("figures (%s layout, %s windows):\n%s", layout, window, sum.String())
+	fmt.Printf("figures (%s layout, %s windows, %d drills each):\n%s", layout, window, b.N, sum.String())
 	for _, f := range figs {
 		if len(f.Failover) > 0 {
 			name := strings.ReplaceAll(strings.ReplaceAll(f.Failure, " ", "-"), "+", "-")
@@ -95,4 +104,17 @@ func BenchmarkDrills(b *testing.B) {
 			b.ReportMetric(Max(f.Failover).Seconds(), name+"-max-s")
 		}
 	}
+}
+
+// benchtimeRuns is N of -benchtime Nx, else 0.
+func benchtimeRuns() int {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(f.Value.String(), "x"))
+	if err != nil || !strings.HasSuffix(f.Value.String(), "x") {
+		return 0
+	}
+	return n
 }
