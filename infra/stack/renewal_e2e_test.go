@@ -61,8 +61,8 @@ func TestCertificatesInTheLab(t *testing.T) {
 	}
 	for _, cp := range year.Inv.ControlPlanes() {
 		c, ok := changeOf(changes, "homelab:index:ControlPlaneAddress", cp.Name)
-		if !ok || len(c.Renews) != len(nodefacts.Renewables) {
-			t.Errorf("preview of %s's renewal: %+v, want %d certificates named", cp.Name, c, len(nodefacts.Renewables))
+		if !ok || len(c.Renews) != len(built[cp.Name]) {
+			t.Errorf("preview of %s's renewal: %+v, want its %d certificates named", cp.Name, c, len(built[cp.Name]))
 		}
 	}
 	e.mutating()
@@ -83,7 +83,7 @@ func TestCertificatesInTheLab(t *testing.T) {
 			t.Errorf("preview --renew-certificates=cp-2 renews on %s: %v", c.Name, c.Renews)
 		}
 	}
-	if c, ok := changeOf(changes, "homelab:index:ControlPlaneAddress", "cp-2"); !ok || len(c.Renews) != len(nodefacts.Renewables) {
+	if c, ok := changeOf(changes, "homelab:index:ControlPlaneAddress", "cp-2"); !ok || len(c.Renews) != len(renewed["cp-2"]) {
 		t.Errorf("preview --renew-certificates=cp-2: %+v", c)
 	}
 	e.renewWatched(ctx, year, renewed, Run{RenewCertificates: []string{"*"}}, "asked for")
@@ -121,6 +121,9 @@ func (e *e2e) renewWatched(ctx context.Context, s *Stack, before map[string]map[
 	after := e.leaves(ctx, s.Inv)
 	renewBefore := s.Inv.Cluster.Certificates.Renewal()
 	for node, certs := range after {
+		if len(certs) != len(before[node]) {
+			t.Errorf("%s holds %d renewable certificates after the renewal, %d before", node, len(certs), len(before[node]))
+		}
 		for name, c := range certs {
 			old := before[node][name]
 			switch {
@@ -187,7 +190,13 @@ func (e *e2e) leaves(ctx context.Context, inv *inventory.Inventory) map[string]m
 	for _, cp := range inv.ControlPlanes() {
 		out[cp.Name] = map[string]*x509.Certificate{}
 		for _, r := range nodefacts.Renewables {
-			c, err := leafOf(r, []byte(e.node(ctx, cp.Name, "cat "+r.Path)))
+			// super-admin.conf is the bootstrap node's alone (kubeadm
+			// init writes it; a join does not).
+			data := e.node(ctx, cp.Name, "cat "+r.Path+" 2>/dev/null || true")
+			if data == "" {
+				continue
+			}
+			c, err := leafOf(r, []byte(data))
 			if err != nil {
 				e.t.Fatalf("%s:%s: %v", cp.Name, r.Path, err)
 			}
