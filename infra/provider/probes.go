@@ -2,12 +2,9 @@ package provider
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -73,28 +70,9 @@ func probesOf(ctx context.Context) probes {
 // question is only whether the restarted process runs.
 func componentHealthz(ctx context.Context, c ssh.Executor, endpoint string) error {
 	addr, path, _ := strings.Cut(endpoint, "/")
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return c.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
-		DisableKeepAlives: true,
-	}
-	defer tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(ctx, apiprobe.DefaultTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/"+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return fmt.Errorf("%s: HTTP %d: %s", endpoint, resp.StatusCode, strings.TrimSpace(string(body)))
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) { return c.DialContext(ctx, network, addr) }
+	if err := apiprobe.Healthz(ctx, dial, addr, "/"+path); err != nil {
+		return fmt.Errorf("%s: %w", endpoint, err)
 	}
 	return nil
 }
