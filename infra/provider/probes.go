@@ -70,7 +70,9 @@ func probesOf(ctx context.Context) probes {
 // question is only whether the restarted process runs.
 func componentHealthz(ctx context.Context, c ssh.Executor, endpoint string) error {
 	addr, path, _ := strings.Cut(endpoint, "/")
-	dial := func(ctx context.Context, network, _ string) (net.Conn, error) { return c.DialContext(ctx, network, addr) }
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return c.DialContext(ctx, network, addr)
+	}
 	if err := apiprobe.Healthz(ctx, dial, addr, "/"+path); err != nil {
 		return fmt.Errorf("%s: %w", endpoint, err)
 	}
