@@ -29,10 +29,10 @@ type nodeFacts struct {
 	addrs     []string // primary global addresses
 	secondary []string // the VIP, when held
 	primary   string
-	neigh     map[string]string // MAC -> address, from the node's neighbour table
-	kubeconfs map[string]string // path -> server URL
-	live      nodefacts.Live    // manifests and certificates
-	bindLog   map[string]string // component -> its last bind failure
+	neigh     map[string][]string // MAC -> addresses, from the node's neighbour table (a moved machine's old one may linger, STALE)
+	kubeconfs map[string]string   // path -> server URL
+	live      nodefacts.Live      // manifests and certificates
+	bindLog   map[string]string   // component -> its last bind failure
 	gpus      gpu.Detection
 	gpusRead  bool
 	cni       cniFacts
@@ -86,7 +86,7 @@ func (d *doctor) probeNode(ctx context.Context, n inventory.Node) *nodeFacts {
 
 func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at string) {
 	f.reached, f.at = true, at
-	f.neigh, f.bindLog = map[string]string{}, map[string]string{}
+	f.neigh, f.bindLog = map[string][]string{}, map[string]string{}
 	res, err := c.Query(ctx, probeScript)
 	if err != nil {
 		f.err = err
@@ -111,7 +111,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			f.secondary = append(f.secondary, v)
 		case k == "neigh":
 			if ip, mac, ok := strings.Cut(v, " "); ok {
-				f.neigh[strings.ToLower(mac)] = ip
+				f.neigh[strings.ToLower(mac)] = append(f.neigh[strings.ToLower(mac)], ip)
 			}
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
@@ -144,23 +144,25 @@ func (d *doctor) locateMoved(ctx context.Context) {
 		}
 		var lastErr error
 		mac := strings.ToLower(n.MAC)
+	search:
 		for _, o := range d.nodes {
-			at, ok := o.neigh[mac]
-			if !ok || at == n.Address {
-				continue
-			}
-			c, err := d.dialNode(ctx, n, at, at)
-			if err != nil {
-				// known_hosts may know the machine only by its old
-				// address: check the key it has there.
-				if c, err = d.dialNode(ctx, n, at, n.Address); err != nil {
-					lastErr = err
+			for _, at := range o.neigh[mac] {
+				if at == n.Address {
 					continue
 				}
+				c, err := d.dialNode(ctx, n, at, at)
+				if err != nil {
+					// known_hosts may know the machine only by its old
+					// address: check the key it has there.
+					if c, err = d.dialNode(ctx, n, at, n.Address); err != nil {
+						lastErr = err
+						continue
+					}
+				}
+				d.collect(ctx, c, f, at)
+				c.Close()
+				break search
 			}
-			d.collect(ctx, c, f, at)
-			c.Close()
-			break
 		}
 		if !f.reached && lastErr != nil {
 			f.err = fmt.Errorf("%w; found its MAC elsewhere, but: %v", f.err, lastErr)

@@ -156,7 +156,10 @@ func (b *build) revival() error {
 		"port":        pulumi.Int(b.inv.Cluster.Endpoint.Port),
 		"renewBefore": pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
 		"endpoint":    pulumi.String(b.inv.Endpoint()),
-	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps))
+	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps),
+		// Each node's connection holds the SSH key: secret inside a list
+		// of objects is not carried to the outputs, which the state keeps.
+		pulumi.AdditionalSecretOutputs([]string{"nodes"}))
 	b.revived = rv
 	return err
 }
