@@ -148,7 +148,7 @@ func (b *build) revival() error {
 				deps = append(deps, b.planes[n.Name].files.get(f.Path)...)
 			}
 		}
-		nodes = append(nodes, pulumi.Map{"connection": connection(b.cfg, n), "address": pulumi.String(n.Address)})
+		nodes = append(nodes, connection(b.cfg, n))
 	}
 	rv, err := register(b.ctx, "ControlPlaneRevival", "control-plane", pulumi.Map{
 		"nodes":       nodes,
@@ -156,10 +156,7 @@ func (b *build) revival() error {
 		"port":        pulumi.Int(b.inv.Cluster.Endpoint.Port),
 		"renewBefore": pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
 		"endpoint":    pulumi.String(b.inv.Endpoint()),
-	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps),
-		// Each node's connection holds the SSH key: secret inside a list
-		// of objects is not carried to the outputs, which the state keeps.
-		pulumi.AdditionalSecretOutputs([]string{"nodes"}))
+	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps))
 	b.revived = rv
 	return err
 }

@@ -303,7 +303,7 @@ func TestRevivalComesBeforeTheAPI(t *testing.T) {
 	rv := m.get(t, revival, "control-plane")
 	var nodes []string
 	for _, n := range rv.inputs["nodes"].ArrayValue() {
-		nodes = append(nodes, n.ObjectValue()["connection"].ObjectValue()["node"].StringValue()+"="+n.ObjectValue()["address"].StringValue())
+		nodes = append(nodes, n.ObjectValue()["node"].StringValue()+"="+n.ObjectValue()["host"].StringValue())
 	}
 	if !slices.Equal(nodes, []string{"cp-1=10.0.0.120", "cp-2=10.0.0.121", "cp-3=10.0.0.122"}) {
 		t.Errorf("revives %v", nodes)

@@ -80,7 +80,7 @@ func TestEveryResourceReadPolicy(t *testing.T) {
 			return readOutcome(ctx, ControlPlaneAddress{}, in, ControlPlaneAddressState{ControlPlaneAddressArgs: in, LiveAdvertise: "10.0.0.11"})
 		}, "last", "last", "last"},
 		{"ControlPlaneRevival", func(ctx context.Context, l *fakeLab) string {
-			in := ControlPlaneRevivalArgs{Nodes: []RevivalNode{{Connection: l.conn("cp-1"), Address: "10.0.0.11"}, {Connection: l.conn("cp-2"), Address: "10.0.0.12"}}}
+			in := ControlPlaneRevivalArgs{Nodes: []Connection{l.conn("cp-1"), l.conn("cp-2")}}
 			return readOutcome(ctx, ControlPlaneRevival{}, in, ControlPlaneRevivalState{ControlPlaneRevivalArgs: in,
 				LiveExpiry: map[string]map[string]string{"cp-1": {"apiserver.crt": "2027-01-10T08:00:00Z"}, "cp-2": {"apiserver.crt": "2027-01-10T08:00:00Z"}}})
 		}, "last", "last", "last"},

@@ -28,18 +28,14 @@ import (
 // when their expiry left nothing serving.
 type ControlPlaneRevival struct{}
 
-// RevivalNode is a control-plane node a revival renews and waits for.
-type RevivalNode struct {
-	Connection Connection `pulumi:"connection"`
-	// Address is the node's declared address: its apiserver must answer
-	// /readyz with a certificate valid for it.
-	Address string `pulumi:"address"`
-}
-
 type ControlPlaneRevivalArgs struct {
-	// Nodes are every control-plane node. Which nodes is a means, not
-	// desired state: a node more or less is no change here.
-	Nodes []RevivalNode `pulumi:"nodes"`
+	// Nodes are every control-plane node's connection; its host is the
+	// node's declared address, at which its apiserver must answer /readyz
+	// with a certificate valid for it. Which nodes is a means, not desired
+	// state: a node more or less is no change here. A list of
+	// connections, as Dataplane's: a connection nested one object deeper
+	// reached the state with its key in plain text.
+	Nodes []Connection `pulumi:"nodes"`
 	// ConfigPath is the nodes' kubeadm init config, from which the
 	// certificates are issued again (the inventory's SANs and validity).
 	ConfigPath  string `pulumi:"configPath"`
@@ -180,8 +176,8 @@ func revivalKey(node, name string) string { return `liveExpiry["` + node + `"]["
 
 // addressArgs is one node as the renewal steps it shares with
 // ControlPlaneAddress take it.
-func (in ControlPlaneRevivalArgs) addressArgs(n RevivalNode) ControlPlaneAddressArgs {
-	return ControlPlaneAddressArgs{Connection: n.Connection, Address: n.Address, ConfigPath: in.ConfigPath, Port: in.Port, RenewBefore: in.RenewBefore, Endpoint: in.Endpoint}
+func (in ControlPlaneRevivalArgs) addressArgs(n Connection) ControlPlaneAddressArgs {
+	return ControlPlaneAddressArgs{Connection: n, Address: n.Host, ConfigPath: in.ConfigPath, Port: in.Port, RenewBefore: in.RenewBefore, Endpoint: in.Endpoint}
 }
 
 func (in ControlPlaneRevivalArgs) renewBefore() time.Duration {
@@ -192,7 +188,7 @@ func (in ControlPlaneRevivalArgs) renewBefore() time.Duration {
 func certsOf(in ControlPlaneRevivalArgs, st ControlPlaneRevivalState) []nodeCerts {
 	var out []nodeCerts
 	for _, n := range in.Nodes {
-		nc := nodeCerts{Node: n.Connection.Node}
+		nc := nodeCerts{Node: n.Node}
 		if live, ok := st.LiveExpiry[nc.Node]; ok {
 			nc.Expiry = expiryTimes(live)
 		}
@@ -233,8 +229,8 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 	}
 	live := map[string]map[string]string{}
 	for _, n := range nodes {
-		node := n.Connection.Node
-		exp, err := readNode(ctx, n.Connection, st.LiveExpiry[node], revivalRead, expiryOn(ctx))
+		node := n.Node
+		exp, err := readNode(ctx, n, st.LiveExpiry[node], revivalRead, expiryOn(ctx))
 		if err != nil {
 			return infer.ReadResponse[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{}, err
 		}
@@ -275,8 +271,8 @@ func (ControlPlaneRevival) Create(ctx context.Context, req infer.CreateRequest[C
 		// node that cannot be read, as on a first build, says nothing).
 		seen := ControlPlaneRevivalState{ControlPlaneRevivalArgs: req.Inputs, LiveExpiry: map[string]map[string]string{}}
 		for _, n := range req.Inputs.Nodes {
-			if exp, err, _ := readOnce(ctx, n.Connection, expiryOn(ctx)); err == nil {
-				seen.LiveExpiry[n.Connection.Node] = exp
+			if exp, err, _ := readOnce(ctx, n, expiryOn(ctx)); err == nil {
+				seen.LiveExpiry[n.Node] = exp
 			}
 		}
 		_, _ = ControlPlaneRevival{}.Diff(ctx, infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: req.Inputs, State: seen})
@@ -334,8 +330,8 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 	before := map[string][]nodefacts.Expiry{}
 	var certs []nodeCerts
 	for _, n := range in.Nodes {
-		node := n.Connection.Node
-		c, err := dial(ctx, n.Connection)
+		node := n.Node
+		c, err := dial(ctx, n)
 		if err != nil {
 			logUnread(ctx, node, err, "the revival leaves it out")
 			if last != nil && last.LiveExpiry[node] != nil {
@@ -358,9 +354,9 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 		return st, nil
 	}
 	log.Warningf("the control plane's certificates expired: %s; reviving %s over SSH", rv.Why, strings.Join(rv.names(), ", "))
-	byNode := map[string]RevivalNode{}
+	byNode := map[string]Connection{}
 	for _, n := range in.Nodes {
-		byNode[n.Connection.Node] = n
+		byNode[n.Node] = n
 	}
 	// Every node's certificates before any health is waited for: no
 	// member can be healthy before a quorum of them has its own.

@@ -113,7 +113,7 @@ func newRevivalLab(t *testing.T, notAfter ...map[string]time.Time) *revivalLab {
 		l.pkis[name] = newFakePKI(t, n, na)
 		// The restart script is answered by the fake PKI's pkill, which
 		// records each pod it names.
-		l.in.Nodes = append(l.in.Nodes, RevivalNode{Connection: lab.conn(name), Address: n.addr})
+		l.in.Nodes = append(l.in.Nodes, lab.conn(name))
 	}
 	l.ctx = withProbes(lab.ctx(), fakeProbes(l.pkis))
 	return l
@@ -312,7 +312,7 @@ func TestRevivalThatDidNotRenewFails(t *testing.T) {
 // hands them back.
 func TestRevivalStateDecodes(t *testing.T) {
 	var st ControlPlaneRevivalState
-	state := map[string]any{"nodes": []any{map[string]any{"connection": map[string]any{"node": "cp-1", "host": "10.0.0.11", "privateKey": "k", "knownHosts": "/k"}, "address": "10.0.0.11"}},
+	state := map[string]any{"nodes": []any{map[string]any{"node": "cp-1", "host": "10.0.0.11", "privateKey": "k", "knownHosts": "/k"}},
 		"configPath": "/etc/kubernetes/kubeadm/init.yaml", "port": 6443.0, "endpoint": "10.0.0.100:6443",
 		"liveExpiry": map[string]any{"cp-1": map[string]any{"apiserver.crt": "2027-01-10T08:00:00Z"}}}
 	if err := mapper.New(&mapper.Opts{}).Decode(state, &st); err != nil {

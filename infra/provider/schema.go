@@ -297,14 +297,8 @@ func (c *ControlPlaneAddressState) Annotate(a infer.Annotator) {
 	a.Describe(&c.LiveExpiry, "When each certificate kubeadm issued on the node expires (RFC 3339), read live, by name (apiserver.crt, etcd/peer.crt, admin.conf, ...); one within renewBefore is renewed.")
 }
 
-func (r *RevivalNode) Annotate(a infer.Annotator) {
-	a.Describe(&r, "A control-plane node a revival renews and waits for.")
-	a.Describe(&r.Connection, "How the node is reached.")
-	a.Describe(&r.Address, "The node's declared address: its apiserver must answer /readyz with a certificate valid for it.")
-}
-
 func (r *ControlPlaneRevivalArgs) Annotate(a infer.Annotator) {
-	a.Describe(&r.Nodes, "Every control-plane node, whose certificates are read; which nodes is a means, no change.")
+	a.Describe(&r.Nodes, "Every control-plane node's connection, whose certificates are read; its host is the node's declared address, at which its apiserver must answer /readyz with a certificate valid for it. Which nodes is a means, no change.")
 	a.Describe(&r.ConfigPath, "The nodes' kubeadm init configuration, from which their certificates are issued again (the inventory's SANs and validity).")
 	a.Describe(&r.Port, "The apiserver's port.")
 	a.Describe(&r.RenewBefore, "How long before its expiry a certificate is due (a Go duration, the inventory's cluster.certificates.renewBefore; default 720h): a revival renews every due certificate of the nodes it revives.")

@@ -301,11 +301,22 @@ func (e *e2e) checkNoSecretsLeaked(s *Stack) {
 	for _, h := range haystacks {
 		name, body, _ := strings.Cut(h, "\x00")
 		for _, sec := range secrets {
-			if len(sec) >= 8 && strings.Contains(body, sec) {
-				e.t.Errorf("%s contains a secret in plain text (%.12s...)", name, sec)
+			if i := strings.Index(body, sec); len(sec) >= 8 && i >= 0 {
+				e.t.Errorf("%s contains a secret in plain text (%.12s...), in %s", name, sec, leakContext(body, i))
 			}
 		}
 	}
+}
+
+// leakContext names what holds body's text at i: the last resource URN
+// before it and the property it is in, without the secret.
+func leakContext(body string, i int) string {
+	urn := ""
+	if u := strings.LastIndex(body[:i], "urn:pulumi:"); u >= 0 {
+		urn, _, _ = strings.Cut(body[u:], `"`)
+	}
+	from := max(0, i-160)
+	return fmt.Sprintf("%s, after %q", urn, body[from:i])
 }
 
 func keyBody(pem string) []string {
