@@ -34,23 +34,7 @@ func TestKubeadmRenewsEveryRenewable(t *testing.T) {
 		t.Skip("kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
 	}
 	inv := layoutInventory(t, inventory.LayoutVIP)
-	render := func(validity string) (initCfg []byte, identity map[string][]byte) {
-		inv.Cluster.Certificates.ValidityPeriod = validity
-		r, err := Render(inv, testBundle(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		identity = map[string][]byte{}
-		for _, f := range r.Nodes[0].Files {
-			switch {
-			case f.Path == kubeadm.InitConfigPath:
-				initCfg = f.Content
-			case strings.HasPrefix(f.Path, pki.CertificatesDir+"/"):
-				identity[strings.TrimPrefix(f.Path, pki.CertificatesDir+"/")] = f.Content
-			}
-		}
-		return initCfg, identity
-	}
+	render := func(validity string) ([]byte, map[string][]byte) { return renderFirstNode(t, inv, validity) }
 	write := func(t *testing.T, p string, data []byte) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -183,23 +167,7 @@ func TestKubeadmRenewsWhatExpired(t *testing.T) {
 		t.Skip("kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
 	}
 	inv := layoutInventory(t, inventory.LayoutVIP)
-	render := func(validity string) (initCfg []byte, identity map[string][]byte) {
-		inv.Cluster.Certificates.ValidityPeriod = validity
-		r, err := Render(inv, testBundle(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		identity = map[string][]byte{}
-		for _, f := range r.Nodes[0].Files {
-			switch {
-			case f.Path == kubeadm.InitConfigPath:
-				initCfg = f.Content
-			case strings.HasPrefix(f.Path, pki.CertificatesDir+"/"):
-				identity[strings.TrimPrefix(f.Path, pki.CertificatesDir+"/")] = f.Content
-			}
-		}
-		return initCfg, identity
-	}
+	render := func(validity string) ([]byte, map[string][]byte) { return renderFirstNode(t, inv, validity) }
 	write := func(p string, data []byte) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -261,4 +229,26 @@ func TestKubeadmRenewsWhatExpired(t *testing.T) {
 	if left := time.Until(readCert(t, filepath.Join(staging, nodefacts.APIServerCert)).NotAfter); left < 2*time.Hour-2*time.Minute {
 		t.Errorf("the apiserver's certificate issued again for %s", left.Round(time.Second))
 	}
+}
+
+// renderFirstNode renders the inventory with that validity and returns the
+// first node's kubeadm init config and its CA files, by path under the
+// certificates directory.
+func renderFirstNode(t *testing.T, inv *inventory.Inventory, validity string) (initCfg []byte, identity map[string][]byte) {
+	t.Helper()
+	inv.Cluster.Certificates.ValidityPeriod = validity
+	r, err := Render(inv, testBundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity = map[string][]byte{}
+	for _, f := range r.Nodes[0].Files {
+		switch {
+		case f.Path == kubeadm.InitConfigPath:
+			initCfg = f.Content
+		case strings.HasPrefix(f.Path, pki.CertificatesDir+"/"):
+			identity[strings.TrimPrefix(f.Path, pki.CertificatesDir+"/")] = f.Content
+		}
+	}
+	return initCfg, identity
 }
