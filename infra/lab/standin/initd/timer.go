@@ -73,7 +73,9 @@ func (m *Manager) runTimer(ctx context.Context, s *service, def *unitfile.Unit, 
 			return
 		case <-time.After(wait):
 		}
-		if next.IsZero() || time.Now().Before(next) {
+		// A stop that came while it waited wins over the elapse: systemd
+		// starts nothing for a timer it has stopped.
+		if ctx.Err() != nil || next.IsZero() || time.Now().Before(next) {
 			continue
 		}
 		if once != nil {
