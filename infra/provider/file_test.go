@@ -27,7 +27,13 @@ func refresh[I, O any](t *testing.T, ctx context.Context, r infer.CustomRead[I, 
 // diffKeys are the properties a preview would show as changing.
 func diffKeys[I, O any](t *testing.T, r infer.CustomDiff[I, O], in I, st O) []string {
 	t.Helper()
-	d, err := r.Diff(context.Background(), infer.DiffRequest[I, O]{ID: "id", Inputs: in, State: st})
+	return diffKeysIn(t, context.Background(), r, in, st)
+}
+
+// diffKeysIn is diffKeys under ctx (the fake probes a step asks).
+func diffKeysIn[I, O any](t *testing.T, ctx context.Context, r infer.CustomDiff[I, O], in I, st O) []string {
+	t.Helper()
+	d, err := r.Diff(ctx, infer.DiffRequest[I, O]{ID: "id", Inputs: in, State: st})
 	if err != nil {
 		t.Fatalf("diff: %v", err)
 	}

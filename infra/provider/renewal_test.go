@@ -285,11 +285,7 @@ func (l *renewalLab) refreshed(t *testing.T) ControlPlaneAddressState {
 
 func (l *renewalLab) diff(t *testing.T, st ControlPlaneAddressState) []string {
 	t.Helper()
-	d, err := ControlPlaneAddress{}.Diff(l.ctx, infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]{ID: "cp-1", Inputs: l.in, State: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(d.DetailedDiff))
+	return diffKeysIn(t, l.ctx, ControlPlaneAddress{}, l.in, st)
 }
 
 func (l *renewalLab) update(st ControlPlaneAddressState) (ControlPlaneAddressState, error) {

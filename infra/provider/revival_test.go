@@ -130,11 +130,7 @@ func (l *revivalLab) refreshed(t *testing.T) ControlPlaneRevivalState {
 
 func (l *revivalLab) diff(t *testing.T, st ControlPlaneRevivalState) []string {
 	t.Helper()
-	d, err := ControlPlaneRevival{}.Diff(l.ctx, infer.DiffRequest[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{ID: "control-plane", Inputs: l.in, State: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(d.DetailedDiff))
+	return diffKeysIn(t, l.ctx, ControlPlaneRevival{}, l.in, st)
 }
 
 func (l *revivalLab) update(st ControlPlaneRevivalState) (ControlPlaneRevivalState, error) {
