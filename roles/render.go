@@ -159,9 +159,16 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 			if err != nil {
 				return nil, err
 			}
+			dropIn, err := keepalived.DropIn(inv, n)
+			if err != nil {
+				return nil, err
+			}
 			files = append(files,
 				file.File{Path: keepalived.ConfigPath, Mode: 0o600, Content: conf, Secret: true, Restarts: keepalived.Unit},
-				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript, Restarts: keepalived.Unit})
+				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript, Restarts: keepalived.Unit},
+				// systemd applies a drop-in's ExecStopPost= to the running
+				// keepalived at daemon-reload: no restart, no VIP move.
+				file.File{Path: keepalived.DropInPath, Mode: 0o644, Content: dropIn, OnChange: "systemctl daemon-reload"})
 		}
 	}
 	if dropIn, ok := gpu.ContainerdDropIn(n); ok {

@@ -80,7 +80,11 @@ type Cluster struct {
 	// higher-priority node comes back.
 	CheckWeight int
 	NoPreempt   bool
-	Consumers   []Consumer
+	// VIPCleanup names the nodes whose keepalived.service takes the VIP off
+	// the interface however keepalived ends (homelab's drop-in): on them, a
+	// killed keepalived leaves no second holder.
+	VIPCleanup map[string]bool
+	Consumers  []Consumer
 }
 
 // etcdLocal is where kubeadm points a stacked control-plane node's
@@ -93,6 +97,7 @@ var (
 	vipRE      = regexp.MustCompile(`(?m)^\s*virtual_ipaddress\s*\{\s*\n\s*([0-9a-fA-F.:]+)(?:/\d+)?`)
 	weightRE   = regexp.MustCompile(`(?m)^\s*weight\s+(-?\d+)`)
 	preemptRE  = regexp.MustCompile(`(?m)^\s*nopreempt\b`)
+	cleanupRE  = regexp.MustCompile(`(?m)^ExecStopPost=-?\S*\bip\s+address\s+del\s`)
 )
 
 // Read extracts the cluster's consumers and their addresses from a render.
@@ -110,11 +115,12 @@ var (
 //   - each apiserver's etcd: its own member on 127.0.0.1:2379.
 func Read(inv *inventory.Inventory, r *roles.Rendered) (*Cluster, error) {
 	c := &Cluster{
-		Layout:    inv.Cluster.Endpoint.Layout,
-		VIP:       inv.Cluster.Endpoint.VIP,
-		DNSName:   inv.Cluster.Endpoint.DNSName,
-		Addresses: map[string]string{},
-		Priority:  map[string]int{},
+		Layout:     inv.Cluster.Endpoint.Layout,
+		VIP:        inv.Cluster.Endpoint.VIP,
+		DNSName:    inv.Cluster.Endpoint.DNSName,
+		Addresses:  map[string]string{},
+		Priority:   map[string]int{},
+		VIPCleanup: map[string]bool{},
 	}
 	type local struct{ node, addr string }
 	var locals []local
@@ -174,6 +180,8 @@ func Read(inv *inventory.Inventory, r *roles.Rendered) (*Cluster, error) {
 				if preemptRE.Match(f.Content) {
 					c.NoPreempt = true
 				}
+			case keepalived.DropInPath:
+				c.VIPCleanup[n.Name] = cleanupRE.Match(f.Content)
 			}
 		}
 		if n.IsControlPlane() {

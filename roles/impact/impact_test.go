@@ -100,7 +100,7 @@ func TestPredict(t *testing.T) {
 			"kubectl": Down, "kubelet/cp-3": Down, "apiserver-etcd/cp-3": Down, "kubelet/gpu-1": Down, "kubelet/cp-1": Gone}},
 		{"single-ip: two nodes off but the endpoint's", "single-ip", nil, "off cp-2+cp-3", data{0, 1, false, DataReadOnly}, vip{}, map[string]string{
 			"kubectl": Down, "kubelet/cp-1": Down, "apiserver-etcd/cp-1": Down}},
-		{"keepalived killed on the holder: the VIP moves, its address stays behind", "vip", nil, "keepalived dead on cp-1", full, vip{"cp-2", "cp-1 cp-2", "cp-1"}, map[string]string{
+		{"keepalived killed on the holder: the VIP moves, and leaves with keepalived (the drop-in's ExecStopPost)", "vip", nil, "keepalived dead on cp-1", full, vip{"cp-2", "cp-2", "cp-1"}, map[string]string{
 			"kubectl": OK, "kubelet/cp-1": OK, "apiserver-etcd/cp-1": OK}},
 		{"keepalived killed on a backup changes nothing", "vip", nil, "keepalived dead on cp-2", full, vip{"cp-1", "cp-1", "cp-1"}, map[string]string{
 			"kubectl": OK, "kubelet/gpu-1": OK}},
@@ -316,5 +316,26 @@ func TestOutputs(t *testing.T) {
 	}
 	if rects != want {
 		t.Errorf("SVG has %d rects, want %d", rects, want)
+	}
+}
+
+// Without homelab's drop-in (a keepalived.service that does not clean up),
+// a killed keepalived leaves its VIP on the interface: two holders. Read
+// must see the clean-up in the render, not assume it.
+func TestKilledKeepalivedWithoutCleanupSplitsTheVIP(t *testing.T) {
+	inv := load(t, func(inv *inventory.Inventory) { inv.Cluster.Endpoint.Layout = "vip" })
+	c, err := ReadInventory(inv, bundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.ControlPlanes {
+		if !c.VIPCleanup[n] {
+			t.Errorf("%s: the render's keepalived drop-in was not read as removing the VIP", n)
+		}
+	}
+	c.VIPCleanup = map[string]bool{}
+	o := c.Evaluate(NewFailure(FailKeepalived, "cp-1"))
+	if got := strings.Join(o.VIPHolders, " "); got != "cp-1 cp-2" || !o.SplitBrain() {
+		t.Errorf("holders %q (split %v), want cp-1 cp-2 and a split brain", got, o.SplitBrain())
 	}
 }

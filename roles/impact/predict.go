@@ -17,9 +17,11 @@ const (
 	// keepalived sees the carrier go, enters FAULT and drops the VIP.
 	FailCut = "cut"
 	// FailKeepalived: a node's keepalived killed (SIGKILL: no goodbye
-	// advert, no clean-up), the node and its apiserver alive. The backups
-	// take over when their master-down timer runs out, and the dead
-	// keepalived's VIP stays on its interface until it starts again.
+	// advert, no clean-up of its own), the node and its apiserver alive.
+	// The backups take over when their master-down timer runs out. The
+	// dead keepalived's VIP leaves with it where keepalived.service's
+	// ExecStopPost= removes it (homelab's drop-in); elsewhere it stays on
+	// the interface until keepalived starts again: two holders.
 	FailKeepalived = "keepalived"
 	// FailAPIServer: a node's kube-apiserver stopped while the node and its
 	// keepalived live: the track script lowers its priority and the VIP
@@ -283,13 +285,14 @@ func (w *world) vipHolder(from string) string {
 }
 
 // holders lists every node with the VIP on an interface: the LAN's master,
-// and a node whose keepalived was killed while it held the VIP (nothing
-// removes the address then; a restarted keepalived does, at start).
+// and a node whose keepalived was killed while it held the VIP if nothing
+// removes the address then (no ExecStopPost= clean-up; a restarted
+// keepalived does, at start).
 func (w *world) holders(before string) []string {
 	var out []string
 	master := w.lanMaster()
 	for _, n := range w.c.ControlPlanes {
-		stale := n == before && w.noKeepalived[n] && w.alive(n)
+		stale := n == before && w.noKeepalived[n] && w.alive(n) && !w.c.VIPCleanup[n]
 		if n == master || stale {
 			out = append(out, n)
 		}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,5 +142,67 @@ func TestReloadSendsSIGHUPOrRunsExecReload(t *testing.T) {
 	}
 	if r := m.Handle(Request{Op: "reload", Units: []string{"hup"}}); r.OK {
 		t.Error("reloading an inactive unit must fail")
+	}
+}
+
+// ExecStopPost= runs however the main process ended, with systemd's
+// SERVICE_RESULT, EXIT_CODE and EXIT_STATUS: keepalived's drop-in relies on
+// it to take the VIP off a node whose keepalived was SIGKILLed.
+func TestExecStopPostRunsAfterEveryEnd(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "post")
+	post := "ExecStopPost=/bin/sh -c 'echo \"$$SERVICE_RESULT $$EXIT_CODE $$EXIT_STATUS\" >> " + record + "'\n"
+	m := newTestManager(t, map[string]string{
+		"a.service":    "[Service]\nExecStart=/bin/sleep 30\n",
+		"fail.service": "[Service]\nExecStart=/bin/sh -c 'exit 3'\nExecStopPost=-/bin/false\n" + post,
+	})
+	// lines waits for the n-th line ExecStopPost wrote.
+	lines := func(n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			b, _ := os.ReadFile(record)
+			out := strings.FieldsFunc(string(b), func(r rune) bool { return r == '\n' })
+			if len(out) >= n || time.Now().After(deadline) {
+				return out
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// Added by a drop-in while the unit runs: a daemon-reload is enough.
+	if r := m.Handle(Request{Op: "start", Units: []string{"a"}}); !r.OK {
+		t.Fatalf("start: %+v", r)
+	}
+	dropIn := filepath.Join(m.Paths.Root, "/etc/systemd/system/a.service.d/post.conf")
+	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dropIn, []byte("[Service]\n"+post), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.Handle(Request{Op: "daemon-reload"})
+	m.Handle(Request{Op: "stop", Units: []string{"a"}})
+	if got := lines(1); len(got) != 1 || got[0] != "success killed TERM" {
+		t.Fatalf("after a stop, ExecStopPost saw %q, want success killed TERM", got)
+	}
+
+	if r := m.Handle(Request{Op: "start", Units: []string{"a"}}); !r.OK {
+		t.Fatalf("start: %+v", r)
+	}
+	if err := syscall.Kill(m.Status("a").MainPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(2); len(got) != 2 || got[1] != "signal killed KILL" {
+		t.Fatalf("after a SIGKILL, ExecStopPost saw %q, want signal killed KILL", got)
+	}
+	if st := m.Status("a"); st.ActiveState != "failed" {
+		t.Errorf("a SIGKILLed unit without Restart= is %s, want failed", st.ActiveState)
+	}
+
+	// A failing ExecStopPost marked "-" does not stop the next one.
+	m.Handle(Request{Op: "start", Units: []string{"fail"}})
+	if got := lines(3); len(got) != 3 || got[2] != "exit-code exited 3" {
+		t.Fatalf("after exit 3, ExecStopPost saw %q, want exit-code exited 3", got)
 	}
 }

@@ -71,6 +71,7 @@ func (m *Manager) supervise(ctx context.Context, s *service, def *unitfile.Unit,
 	backoff := def.RestartSec
 	for {
 		out := m.runOnce(ctx, s, def, notify)
+		m.stopPost(s, def, out)
 		if out.stopped || ctx.Err() != nil {
 			m.finish(s, "inactive", "dead", "success")
 			m.logf("%s: stopped", def.Name)
@@ -210,6 +211,57 @@ func (m *Manager) runOnce(ctx context.Context, s *service, def *unitfile.Unit, n
 		m.killGroupLeftovers(pid, m.stopTimeout(def))
 	}
 	return outcome{result: res, ranFor: time.Since(start)}
+}
+
+// stopPost runs ExecStopPost= after an activation ended, however it ended
+// (stopped, exited, killed, failed to start), as systemd does: it is where
+// a unit cleans up what its process could not (keepalived's VIP after a
+// SIGKILL). Each command gets SERVICE_RESULT, EXIT_CODE and EXIT_STATUS;
+// failures are only logged. They are the commands of the unit's files as
+// last loaded: after a daemon-reload, the new ones, without a restart, as
+// in systemd.
+func (m *Manager) stopPost(s *service, def *unitfile.Unit, out outcome) {
+	m.mu.Lock()
+	if s.def != nil {
+		def = s.def
+	}
+	m.mu.Unlock()
+	if len(def.ExecStopPost) == 0 || out.result == "resources" {
+		return
+	}
+	env, err := m.unitEnv(def)
+	if err != nil {
+		return
+	}
+	result := out.result
+	if out.stopped || result == "" {
+		result = "success"
+	}
+	m.mu.Lock()
+	code, status := s.execCode, s.execStatus
+	m.mu.Unlock()
+	env = append(env, "SERVICE_RESULT="+result)
+	if code != "" {
+		st := fmt.Sprint(status)
+		if code != "exited" {
+			st = strings.TrimPrefix(unix.SignalName(syscall.Signal(status)), "SIG")
+		}
+		env = append(env, "EXIT_CODE="+code, "EXIT_STATUS="+st)
+	}
+	m.setState(s, "deactivating", "stop-post")
+	// Its own deadline: the activation's context is cancelled on a stop.
+	ctx, cancel := context.WithTimeout(context.Background(), m.stopTimeout(def))
+	defer cancel()
+	for _, c := range def.ExecStopPost {
+		ws, err := m.runWait(ctx, def, c, env)
+		switch {
+		case err != nil:
+			m.logf("%s: ExecStopPost=%s: %v", def.Name, c.Raw, err)
+		case exitResult(ws) != "success" && !c.IgnoreFailure:
+			code, status := describeWait(ws)
+			m.logf("%s: ExecStopPost=%s failed: code=%s, status=%s", def.Name, c.Raw, code, StatusText(code, status))
+		}
+	}
 }
 
 // runStep runs a control command to completion. ok=false means activation

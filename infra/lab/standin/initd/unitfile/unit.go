@@ -58,6 +58,7 @@ type Unit struct {
 	ExecStartPost        []Command
 	ExecReload           []Command
 	ExecStop             []Command
+	ExecStopPost         []Command
 	Environment          []string
 	EnvironmentFiles     []EnvFile
 	WorkingDirectory     string
@@ -320,6 +321,8 @@ func (u *Unit) apply(section, key, v string) error {
 			return appendCommand(&u.ExecReload, v)
 		case "ExecStop":
 			return appendCommand(&u.ExecStop, v)
+		case "ExecStopPost":
+			return appendCommand(&u.ExecStopPost, v)
 		case "Environment":
 			if v == "" {
 				u.Environment = nil
