@@ -69,6 +69,16 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion); err != nil {
 		return fail(err)
 	}
+	managed := inv.Cluster.Packages.Manage
+	if managed {
+		versions, err := l.buildAptRepo()
+		if err != nil {
+			return fail(err)
+		}
+		if err := l.checkAptInventory(s, inv, versions); err != nil {
+			return fail(err)
+		}
+	}
 	clientKey, err := l.ensureClientKey()
 	if err != nil {
 		return fail(err)
@@ -76,8 +86,8 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	for _, n := range s.Nodes {
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
-		} else {
-			n.HostKey, err = l.newDisk(n.Name, clientKey)
+		} else if n.HostKey, err = l.newDisk(n.Name, clientKey); err == nil && managed {
+			err = l.freshDpkg(n.Name)
 		}
 		if err != nil {
 			return fail(err)
@@ -96,6 +106,11 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	ones, _ := subnet.Mask.Size()
 	if err := l.upNetwork(s, fmt.Sprintf("%s/%d", s.Gateway, ones)); err != nil {
 		return fail(err)
+	}
+	if managed {
+		if err := l.startAptServer(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
+			return fail(err)
+		}
 	}
 	for _, n := range s.Nodes {
 		if err := l.plugNode(s, n); err != nil {
@@ -243,7 +258,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{l.stopAptServer(s)}
 	for i := len(s.Nodes) - 1; i >= 0; i-- {
 		n := s.Nodes[i]
 		if n.Power == powerOn {

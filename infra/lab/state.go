@@ -31,8 +31,11 @@ type State struct {
 	// /run/netns a mount point (iproute2 does), so down undoes it.
 	NetnsDirMounted bool `json:"netnsDirMounted,omitempty"`
 	// Tools is the read-only layer with the kube, etcd and stand-in binaries.
-	Tools string       `json:"tools,omitempty"`
-	Nodes []*NodeState `json:"nodes"`
+	Tools string `json:"tools,omitempty"`
+	// AptServer serves the lab's apt repository in the gateway namespace
+	// (only for an inventory managing its Kubernetes packages).
+	AptServer *Proc        `json:"aptServer,omitempty"`
+	Nodes     []*NodeState `json:"nodes"`
 }
 
 // Link is a veth pair: Name in BridgeNetns, Peer (renamed) in Netns.

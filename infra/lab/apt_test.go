@@ -1,0 +1,94 @@
+package lab
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo/apttest"
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/kubepkg"
+)
+
+// The lab's repository as lab up makes and serves it, installed by the
+// real apt and dpkg on a throwaway node: from the cached binaries of every
+// Kubernetes version, the kubelet package carrying the stand-in, which
+// reports the package's version; the server is the lab's own re-executed
+// binary, here in the throwaway node's network namespace instead of the
+// gateway's. Not a lab: no namespaces named hl-*, no nodes booted.
+func TestLabAptRepositoryInstallsEveryCachedVersion(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (a throwaway apt root)")
+	}
+	versions, err := cachedKubeVersions()
+	if err != nil || !slices.Contains(versions, "v1.34.4") {
+		t.Skipf("the tools cache has no kubernetes-v1.34.4 (%v, %v): infra/tools/build-kube.sh", versions, err)
+	}
+	l := &Lab{Dir: t.TempDir(), Log: testLog{t}}
+	start := time.Now()
+	got, err := l.buildAptRepo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("repository of %v built in %s", got, time.Since(start).Round(time.Second))
+	if !slices.Equal(got, versions) {
+		t.Errorf("packaged %v, the cache holds %v", got, versions)
+	}
+
+	node := apttest.New(t)
+	node.Forget(aptrepo.Names...)
+	s := &State{Gateway: "127.0.0.1"}
+	if err := l.startAptServer(t.Context(), s, node.NetnsPath()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.stopAptServer(s); err != nil {
+			t.Error(err)
+		}
+	})
+	keyring, err := os.ReadFile(l.AptKeyringPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Executor().Upload(t.Context(), kubepkg.KeyringPath, keyring, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range versions {
+		// The node's sources as the product renders them from an
+		// inventory naming the lab's repository, one minor after the
+		// other (the next minor replaces the installed packages, as an
+		// upgrade's install does).
+		inv := &inventory.Inventory{Cluster: inventory.Cluster{KubernetesVersion: v, Packages: inventory.Packages{Manage: true, Repository: AptRepository(s)}}}
+		inv.ApplyDefaults()
+		in, _ := kubepkg.For(inv, keyring)
+		if err := node.Executor().Upload(t.Context(), in.SourcesPath, in.Sources, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		node.Sh("apt-get update -q")
+		var pins []string
+		for _, p := range in.Packages {
+			pins = append(pins, "'"+p+"="+in.Version+"-*'")
+		}
+		node.Sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-change-held-packages " + strings.Join(pins, " ") + " && apt-mark hold kubeadm kubelet kubectl")
+		want := aptrepo.DebianVersion(v)
+		if out := node.Sh("dpkg-query -W -f='${Package}=${Version} ' kubeadm kubelet kubectl"); out != "kubeadm="+want+" kubectl="+want+" kubelet="+want+" " {
+			t.Errorf("%s: dpkg has %s", v, out)
+		}
+		if out := node.Sh("kubeadm version -o short"); strings.TrimSpace(out) != v {
+			t.Errorf("the packaged kubeadm is %q, want %s", out, v)
+		}
+		if out := node.Sh("kubelet --version"); strings.TrimSpace(out) != "Kubernetes "+v {
+			t.Errorf("the packaged kubelet stand-in says %q, want Kubernetes %s", out, v)
+		}
+		if out := node.Sh("kubectl version --client -o yaml"); !strings.Contains(out, "gitVersion: "+v) {
+			t.Errorf("the packaged kubectl:\n%s", out)
+		}
+		node.Sh("dpkg --verify kubeadm kubelet kubectl")
+	}
+	if !s.AptServer.Alive() {
+		t.Error("the server died")
+	}
+}
