@@ -220,15 +220,15 @@ func (l *Lab) stopAptServer(s *State) error {
 	return nil
 }
 
-// freshDpkg gives a new node's disk the machine's dpkg database without
-// the packages the lab's repository provides: a fresh node has none of
-// them, and one this machine has (Google Cloud SDK's kubectl, epoch 1)
-// would outrank every version the repository holds.
-func (l *Lab) freshDpkg(node string) error {
+// freshDpkg is a new node's dpkg database: the machine's, without the
+// packages the lab's repository provides. A fresh node has none of them,
+// and one this machine has (Google Cloud SDK's kubectl, epoch 1) would
+// outrank every version the repository holds.
+func freshDpkg() (nodeFile, error) {
 	const status = "/var/lib/dpkg/status"
 	data, err := os.ReadFile(status)
 	if err != nil {
-		return err
+		return nodeFile{}, err
 	}
-	return l.writeNodeFile(node, nodeFile{Path: status, Mode: 0o644, Content: aptrepo.Forget(data, aptrepo.Names...)})
+	return nodeFile{Path: status, Mode: 0o644, Content: aptrepo.Forget(data, aptrepo.Names...)}, nil
 }

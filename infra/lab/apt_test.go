@@ -2,6 +2,7 @@ package lab
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -87,8 +88,60 @@ func TestLabAptRepositoryInstallsEveryCachedVersion(t *testing.T) {
 			t.Errorf("the packaged kubectl:\n%s", out)
 		}
 		node.Sh("dpkg --verify kubeadm kubelet kubectl")
+		// Its package enabled the kubelet: kubeadm only starts it, and
+		// a rebooted node would come back without one otherwise.
+		node.Sh("test -L /etc/systemd/system/multi-user.target.wants/kubelet.service")
 	}
 	if !s.AptServer.Alive() {
 		t.Error("the server died")
+	}
+}
+
+// A packaged lab's node starts as fresh as a real machine before its
+// Kubernetes packages: no kubeadm, kubelet or kubectl in its tools layer,
+// no kubelet unit or drop-in, no kubelet enabled, none of the packages in
+// its dpkg database. An unpackaged lab's node is unchanged.
+func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the disk's opaque directory is a trusted xattr)")
+	}
+	bins := t.TempDir()
+	for _, b := range append(append(slices.Clone(kubeBins), etcdBins...), "homelab-node") {
+		if err := os.WriteFile(filepath.Join(bins, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvKubeDir, bins)
+	t.Setenv(EnvEtcdDir, bins)
+	t.Setenv(EnvNodeBin, filepath.Join(bins, "homelab-node"))
+	for _, packaged := range []bool{false, true} {
+		l := &Lab{Dir: t.TempDir()}
+		tools, err := l.buildTools("v1.34.4", packaged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []string{"kubeadm", "kubelet", "kubectl", "kube-apiserver", "containerd", "etcd"} {
+			_, err := os.Stat(filepath.Join(tools, "usr", "bin", b))
+			if fromPackage := slices.Contains(aptrepo.PackagedBinaries, b); (err == nil) == (packaged && fromPackage) {
+				t.Errorf("packaged=%v: /usr/bin/%s in the tools layer: %v", packaged, b, err == nil)
+			}
+		}
+		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {
+			p, _ := l.diskPath("cp-1", f)
+			if _, err := os.Lstat(p); (err == nil) == packaged {
+				t.Errorf("packaged=%v: %s on the new disk: %v", packaged, f, err == nil)
+			}
+		}
+		p, _ := l.diskPath("cp-1", "/var/lib/dpkg/status")
+		status, err := os.ReadFile(p)
+		if packaged != (err == nil) {
+			t.Errorf("packaged=%v: a dpkg database on the disk: %v", packaged, err)
+		}
+		if packaged && (len(status) == 0 || strings.Contains(string(status), "Package: kubectl\n")) {
+			t.Errorf("the packaged node's dpkg database (%d bytes) lists kubectl", len(status))
+		}
 	}
 }

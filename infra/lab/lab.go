@@ -66,11 +66,10 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
 		return fail(err)
 	}
-	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion); err != nil {
+	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
 		return fail(err)
 	}
-	managed := inv.Cluster.Packages.Manage
-	if managed {
+	if s.Packages {
 		versions, err := l.buildAptRepo()
 		if err != nil {
 			return fail(err)
@@ -86,8 +85,8 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	for _, n := range s.Nodes {
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
-		} else if n.HostKey, err = l.newDisk(n.Name, clientKey); err == nil && managed {
-			err = l.freshDpkg(n.Name)
+		} else {
+			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages)
 		}
 		if err != nil {
 			return fail(err)
@@ -107,7 +106,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err := l.upNetwork(s, fmt.Sprintf("%s/%d", s.Gateway, ones)); err != nil {
 		return fail(err)
 	}
-	if managed {
+	if s.Packages {
 		if err := l.startAptServer(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
 			return fail(err)
 		}
@@ -151,6 +150,7 @@ func newState(inv *inventory.Inventory, invPath string) *State {
 		Gateway:   inv.Cluster.Network.Gateway,
 		SSHPort:   inv.SSH.Port,
 		SSHUser:   inv.SSH.User,
+		Packages:  inv.Cluster.Packages.Manage,
 	}
 	if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		s.VIP = inv.Cluster.Endpoint.VIP

@@ -32,8 +32,10 @@ type State struct {
 	NetnsDirMounted bool `json:"netnsDirMounted,omitempty"`
 	// Tools is the read-only layer with the kube, etcd and stand-in binaries.
 	Tools string `json:"tools,omitempty"`
-	// AptServer serves the lab's apt repository in the gateway namespace
-	// (only for an inventory managing its Kubernetes packages).
+	// Packages: the inventory manages its Kubernetes packages, so nodes
+	// get kubeadm, kubelet and kubectl from the lab's apt repository,
+	// which AptServer serves in the gateway namespace.
+	Packages  bool         `json:"packages,omitempty"`
 	AptServer *Proc        `json:"aptServer,omitempty"`
 	Nodes     []*NodeState `json:"nodes"`
 }

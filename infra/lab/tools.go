@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
@@ -215,8 +217,10 @@ func newestSource(root, pkg string) (time.Time, error) {
 
 // buildTools assembles the read-only layer laid over every node's /usr:
 // the real binaries where a package would put them, and the homelab-node
-// stand-ins under the names a node calls them by.
-func (l *Lab) buildTools(kubeVersion string) (string, error) {
+// stand-ins under the names a node calls them by. A packaged lab's nodes
+// get kubeadm, kubelet and kubectl from its apt repository instead, as a
+// fresh machine has none of them.
+func (l *Lab) buildTools(kubeVersion string, packaged bool) (string, error) {
 	root, rootErr := repoRoot()
 	kube, err := l.binDir(EnvKubeDir, "kube", kubeBins, root, rootErr, "kubernetes-"+kubeVersion, "KUBE_VERSION="+kubeVersion)
 	if err != nil {
@@ -243,6 +247,9 @@ func (l *Lab) buildTools(kubeVersion string) (string, error) {
 		}
 	}
 	for _, b := range kubeBins {
+		if packaged && slices.Contains(aptrepo.PackagedBinaries, b) {
+			continue
+		}
 		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
 			return "", err
 		}
@@ -258,6 +265,9 @@ func (l *Lab) buildTools(kubeVersion string) (string, error) {
 	// Hard links, not symlinks: a multi-call binary that looks at
 	// /proc/self/exe sees the name it was started by only this way.
 	for _, b := range standIns {
+		if packaged && slices.Contains(aptrepo.PackagedBinaries, b) {
+			continue
+		}
 		if err := linkOrCopy(node, filepath.Join(bin, b)); err != nil {
 			return "", err
 		}

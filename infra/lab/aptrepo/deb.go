@@ -30,6 +30,8 @@ type Spec struct {
 	Depends     string
 	Description string
 	Files       []File
+	// Postinst is the maintainer script dpkg runs after unpacking.
+	Postinst string
 }
 
 // File is one file the package installs. Src is a file on this machine,
@@ -67,7 +69,7 @@ func (s Spec) control(arch string, installedKiB int64) string {
 // size and modification time, as a rebuilt binary always changes one).
 func (s Spec) fingerprint(arch string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", s.control(arch, 0))
+	fmt.Fprintf(h, "%s\npostinst %q\n", s.control(arch, 0), s.Postinst)
 	for _, f := range s.Files {
 		fmt.Fprintf(h, "%s %o %t\n", f.Path, f.Mode, f.Conffile)
 		if f.Src != "" {
@@ -161,6 +163,11 @@ func (s Spec) stage(dir, arch string) error {
 	meta := filepath.Join(dir, "DEBIAN")
 	if err := os.MkdirAll(meta, 0o755); err != nil {
 		return err
+	}
+	if s.Postinst != "" {
+		if err := os.WriteFile(filepath.Join(meta, "postinst"), []byte(s.Postinst), 0o755); err != nil {
+			return err
+		}
 	}
 	kib := (size + 1023) / 1024
 	for name, content := range map[string]string{"control": s.control(arch, kib), "md5sums": sums.String(), "conffiles": conffiles.String()} {

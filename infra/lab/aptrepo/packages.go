@@ -11,6 +11,28 @@ import (
 // pkgs.k8s.io gives a release's first build.
 const Revision = "1.1"
 
+// PackagedBinaries and PackagedImageFiles are what a node gets from the
+// packages rather than from the lab's tools layer and image.
+var (
+	PackagedBinaries   = []string{"kubeadm", "kubelet", "kubectl"}
+	PackagedImageFiles = []string{kubeletUnit, kubeadmDropIn}
+)
+
+const (
+	kubeletUnit   = "/usr/lib/systemd/system/kubelet.service"
+	kubeadmDropIn = "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"
+)
+
+// kubeletPostinst enables the unit on first install, as Debian packages
+// of a service do (deb-systemd-helper), and leaves an admin's disable
+// alone on upgrades; kubeadm starts it.
+const kubeletPostinst = `#!/bin/sh
+set -e
+if [ "$1" = configure ] && [ -z "$2" ]; then
+	systemctl enable kubelet.service >/dev/null 2>&1 || true
+fi
+`
+
 // Binaries are one Kubernetes version's files the packages carry: the
 // cached kubeadm and kubectl, and the kubelet stand-in built to report
 // that version.
@@ -47,7 +69,7 @@ func Specs(b Binaries) ([]Spec, error) {
 		}
 	}
 	v := DebianVersion(b.Version)
-	unit, dropIn := imageFile("/usr/lib/systemd/system/kubelet.service"), imageFile("/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf")
+	unit, dropIn := imageFile(kubeletUnit), imageFile(kubeadmDropIn)
 	return []Spec{
 		{
 			Name: "kubeadm", Version: v, Section: "admin",
@@ -55,16 +77,17 @@ func Specs(b Binaries) ([]Spec, error) {
 			Description: "Command-line utility for administering a Kubernetes cluster",
 			Files: []File{
 				{Path: "/usr/bin/kubeadm", Mode: 0o755, Src: b.Kubeadm},
-				{Path: "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", Mode: 0o644, Content: dropIn},
+				{Path: kubeadmDropIn, Mode: 0o644, Content: dropIn},
 			},
 		},
 		{
 			Name: "kubelet", Version: v, Section: "net",
 			Depends:     "iptables (>= 1.4.21), kubernetes-cni (>= 1.2.0), libc6, mount, util-linux",
 			Description: "Node agent for Kubernetes clusters (the emulated homelab's stand-in, reporting " + b.Version + ")",
+			Postinst:    kubeletPostinst,
 			Files: []File{
 				{Path: "/usr/bin/kubelet", Mode: 0o755, Src: b.Kubelet},
-				{Path: "/usr/lib/systemd/system/kubelet.service", Mode: 0o644, Content: unit},
+				{Path: kubeletUnit, Mode: 0o644, Content: unit},
 				{Path: "/etc/default/kubelet", Mode: 0o644, Content: []byte("KUBELET_EXTRA_ARGS=\n"), Conffile: true},
 				// dpkg keeps no empty directories; the real package
 				// keeps these two the same way.
