@@ -43,5 +43,6 @@ func declareKubernetesPackages(ctx *pulumi.Context, parent pulumi.Resource, cfg 
 		"anyRevision":   pulumi.Bool(true),
 		"repository":    repo,
 		"keepVersion":   pulumi.String(keepVersion),
+		"enable":        pulumi.String(kubepkg.KubeletUnit),
 	}, &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{host}))
 }

@@ -46,7 +46,7 @@ func TestKubernetesPackagesManaged(t *testing.T) {
 		for _, v := range in["names"].ArrayValue() {
 			names = append(names, v.StringValue())
 		}
-		if !slices.Equal(names, kubepkg.Packages) || in["pinnedVersion"].StringValue() != "1.34.4" || !in["anyRevision"].BoolValue() || in["keepVersion"].StringValue() == "" {
+		if !slices.Equal(names, kubepkg.Packages) || in["pinnedVersion"].StringValue() != "1.34.4" || !in["anyRevision"].BoolValue() || in["keepVersion"].StringValue() == "" || in["enable"].StringValue() != "kubelet" {
 			t.Errorf("%s: %v at %v", n, names, in["pinnedVersion"])
 		}
 		repo := in["repository"].ObjectValue()

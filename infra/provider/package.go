@@ -56,6 +56,10 @@ type PackageArgs struct {
 	// Restart is a unit restarted when the installed version changes or
 	// Trigger (a checksum of config the unit reads) changes.
 	Restart string `pulumi:"restart,optional"`
+	// Enable is a unit the packages ship, enabled once they are installed
+	// (kubeadm's install guide enables the kubelet, which kubeadm then
+	// only starts: a rebooted node would come back without it).
+	Enable  string `pulumi:"enable,optional"`
 	Trigger string `pulumi:"trigger,optional"`
 	// RequireNvidiaGPU skips the install on a node without an NVIDIA GPU;
 	// DeclaredGPUs is what the inventory says the node has (for the warning).
@@ -252,6 +256,9 @@ fi
 	b.WriteString("apt-get update -q\n")
 	b.WriteString("apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ") + "\n")
 	b.WriteString(holdCommand(in) + "\n")
+	if in.Enable != "" {
+		b.WriteString("systemctl enable " + quote(in.Enable) + "\n")
+	}
 	return b.String()
 }
 
@@ -416,6 +423,9 @@ func packageDiff(in PackageArgs, st PackageState) changeSet {
 	}
 	if in.Restart != st.Restart {
 		d.update("restart")
+	}
+	if in.Enable != st.Enable {
+		d.update("enable")
 	}
 	if in.Trigger != st.Trigger {
 		d.update("trigger")

@@ -124,6 +124,7 @@ func kubernetesPackage(version, repository string, keyring []byte) PackageArgs {
 		Names:      in.Packages, Version: in.Version, AnyRevision: true,
 		Repository:  &AptRepository{KeyURL: in.KeyURL, Keyring: in.Keyring, SourcesPath: in.SourcesPath, Sources: string(in.Sources)},
 		KeepVersion: "set cluster.kubernetesVersion back",
+		Enable:      kubepkg.KubeletUnit,
 	}
 	if in.Key != nil {
 		a.Repository.Key = base64.StdEncoding.EncodeToString(in.Key)
@@ -163,6 +164,7 @@ func TestKubernetesPackagesThroughRealApt(t *testing.T) {
 	if out := n.root.Sh("kubeadm"); out != "kubeadm v1.34.4\n" {
 		t.Errorf("kubeadm says %q", out)
 	}
+	n.root.Sh("test -L /etc/systemd/system/multi-user.target.wants/kubelet.service")
 
 	t.Run("converged: reads only", func(t *testing.T) {
 		n.rec.reset()

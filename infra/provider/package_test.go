@@ -144,6 +144,7 @@ func kubernetesArgs() PackageArgs {
 		Names:      in.Packages, Version: in.Version, AnyRevision: true,
 		Repository:  &AptRepository{Key: base64.StdEncoding.EncodeToString(in.Key), Keyring: in.Keyring, SourcesPath: in.SourcesPath, Sources: string(in.Sources)},
 		KeepVersion: "change cluster.kubernetesVersion back",
+		Enable:      "kubelet",
 	}
 }
 
@@ -194,6 +195,12 @@ func TestKubernetesInstallScript(t *testing.T) {
 	}
 	if !strings.Contains(s, "apt-mark hold 'kubeadm' 'kubelet' 'kubectl'") {
 		t.Errorf("not held:\n%s", s)
+	}
+	if !strings.HasSuffix(s, "\nsystemctl enable 'kubelet'\n") {
+		t.Errorf("the kubelet is not enabled after the install:\n%s", s)
+	}
+	if s := installScript(toolkitArgs()); strings.Contains(s, "systemctl enable") {
+		t.Errorf("the toolkit enables a unit:\n%s", s)
 	}
 	// The keyring is uploaded: nothing is fetched.
 	if strings.Contains(s, "curl") || strings.Contains(s, "gpg") {

@@ -149,6 +149,7 @@ func (pk *PackageArgs) Annotate(a infer.Annotator) {
 	a.Describe(&pk.KeepVersion, "When set, an installed package at another version is refused, not changed; the text says what to do instead.")
 	a.Describe(&pk.Repository, "The apt repository the packages come from (empty: the node's configured ones).")
 	a.Describe(&pk.Restart, "A unit restarted when the installed version or the trigger changes.")
+	a.Describe(&pk.Enable, "A unit the packages ship, enabled once they are installed (the kubelet).")
 	a.Describe(&pk.Trigger, "A checksum of configuration the restarted unit reads.")
 	a.Describe(&pk.RequireNvidiaGPU, "Skip the install, with a warning, on a node where no NVIDIA GPU is detected.")
 	a.Describe(&pk.DeclaredGPUs, "How many GPUs the inventory declares on the node (for the warning).")

@@ -20,6 +20,9 @@ const (
 	SourcesPath = "/etc/apt/sources.list.d/kubernetes.list"
 	// KeyFile is the repository's ASCII-armoured key, beside its index.
 	KeyFile = "Release.key"
+	// KubeletUnit is enabled once installed, as kubeadm's install guide
+	// does: kubeadm starts the kubelet but never enables it.
+	KubeletUnit = "kubelet"
 )
 
 // Packages are installed together at one version on every node, the three
