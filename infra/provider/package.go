@@ -56,11 +56,11 @@ type PackageArgs struct {
 	// Restart is a unit restarted when the installed version changes or
 	// Trigger (a checksum of config the unit reads) changes.
 	Restart string `pulumi:"restart,optional"`
+	Trigger string `pulumi:"trigger,optional"`
 	// Enable is a unit the packages ship, enabled once they are installed
 	// (kubeadm's install guide enables the kubelet, which kubeadm then
 	// only starts: a rebooted node would come back without it).
-	Enable  string `pulumi:"enable,optional"`
-	Trigger string `pulumi:"trigger,optional"`
+	Enable string `pulumi:"enable,optional"`
 	// RequireNvidiaGPU skips the install on a node without an NVIDIA GPU;
 	// DeclaredGPUs is what the inventory says the node has (for the warning).
 	RequireNvidiaGPU bool `pulumi:"requireNvidiaGPU,optional"`
