@@ -19,7 +19,10 @@ const (
 	DefaultDevicePluginVersion = "v0.20.1"
 	// DefaultPackagesRepository is the Kubernetes project's own apt
 	// repository, one per minor, as kubeadm's install guide names it.
-	DefaultPackagesRepository = "https://pkgs.k8s.io/core:/stable:/" + MinorPlaceholder + "/deb/"
+	DefaultPackagesRepository = "https://pkgs.k8s.io" + PackagesPath
+	// PackagesPath is where pkgs.k8s.io keeps a minor's repository (a
+	// mirror of it, the emulated homelab's, keeps the same paths).
+	PackagesPath = "/core:/stable:/" + MinorPlaceholder + "/deb/"
 	// MinorPlaceholder in cluster.packages.repository stands for the
 	// cluster's minor, e.g. v1.34.
 	MinorPlaceholder = "{minor}"

@@ -45,7 +45,7 @@ func (l *Lab) AptKeyringPath() string { return filepath.Join(l.aptDir(), aptrepo
 // AptRepository is the repository URL template nodes of this lab reach
 // (inventory/lab.yaml's cluster.packages.repository).
 func AptRepository(s *State) string {
-	return aptrepo.Repository(s.Gateway, inventory.MinorPlaceholder)
+	return aptrepo.Repository(s.Gateway)
 }
 
 func init() {

@@ -145,3 +145,21 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 		}
 	}
 }
+
+// inventory/lab.yaml names the repository and keyring the default lab
+// serves and writes: flipping manage is all a packaged lab run needs.
+func TestLabInventoryNamesTheLabRepository(t *testing.T) {
+	inv, _, err := inventory.Load(labInventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newState(inv, labInventory)
+	l := &Lab{Dir: DefaultDir}
+	p := inv.Cluster.Packages
+	if p.Repository != AptRepository(s) || p.Keyring != l.AptKeyringPath() {
+		t.Errorf("lab.yaml's packages %+v; the lab serves %s, its keyring is %s", p, AptRepository(s), l.AptKeyringPath())
+	}
+	if p.Manage || s.Packages {
+		t.Error("lab.yaml manages its packages: the end-to-end tests would install through a path no lab run has tried")
+	}
+}

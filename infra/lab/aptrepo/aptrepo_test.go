@@ -245,7 +245,7 @@ func TestHandlerServesPkgsK8sIOPaths(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
-	if got := aptrepo.Repository("10.77.0.1", "{minor}"); got != "http://10.77.0.1/core:/stable:/{minor}/deb/" {
+	if got := aptrepo.Repository("10.77.0.1"); got != "http://10.77.0.1/core:/stable:/{minor}/deb/" {
 		t.Errorf("repository template %q", got)
 	}
 }

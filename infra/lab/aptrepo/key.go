@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/homelab-dev/homelab/roles/kubepkg"
 )
 
 // Key is the lab's repository signing key, kept with GnuPG in a home of
@@ -17,7 +19,7 @@ type Key struct {
 
 // KeyringName is the keyring's file name, as kubeadm's install guide names
 // the one it dearmors.
-const KeyringName = "kubernetes-apt-keyring.gpg"
+var KeyringName = filepath.Base(kubepkg.KeyringPath)
 
 const keyUID = "homelab emulated homelab apt repository <lab@homelab.invalid>"
 
@@ -59,7 +61,7 @@ func (k *Key) home() string { return filepath.Join(k.dir, "gnupg") }
 func (k *Key) Keyring() string { return filepath.Join(k.dir, KeyringName) }
 
 // Armored is the public key as a repository publishes it (Release.key).
-func (k *Key) Armored() string { return filepath.Join(k.dir, "Release.key") }
+func (k *Key) Armored() string { return filepath.Join(k.dir, kubepkg.KeyFile) }
 
 // Sign signs dir's Release as apt reads it: inline (InRelease) and
 // detached (Release.gpg).

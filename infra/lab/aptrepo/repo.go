@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/kubepkg"
 )
 
 // Write makes dir the flat repository of one minor, as pkgs.k8s.io lays
@@ -87,7 +89,7 @@ func Write(dir, arch, minor string, debs []string, key *Key) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, "Release.key"), armored, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, kubepkg.KeyFile), armored, 0o644); err != nil {
 			return err
 		}
 	}

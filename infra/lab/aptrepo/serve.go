@@ -6,25 +6,26 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
+
+	"github.com/homelab-dev/homelab/inventory"
 )
 
 // PathPrefix and PathSuffix frame a minor's repository on pkgs.k8s.io
 // (/core:/stable:/v1.34/deb/); the lab serves the same paths.
-const (
-	PathPrefix = "/core:/stable:/"
-	PathSuffix = "/deb/"
-)
+var PathPrefix, PathSuffix, _ = strings.Cut(inventory.PackagesPath, inventory.MinorPlaceholder)
 
 // Repository is the URL template the inventory's cluster.packages.repository
 // takes for a repository served at host (the lab's gateway address).
-func Repository(host, minorPlaceholder string) string {
-	return "http://" + host + PathPrefix + minorPlaceholder + PathSuffix
+func Repository(host string) string {
+	return "http://" + host + inventory.PackagesPath
 }
 
 // repoPath is a file of a minor's repository, at most one directory deep
 // (ARCH/NAME.deb); no segment starts with a dot.
-var repoPath = regexp.MustCompile(`^/core:/stable:/(v[0-9]+\.[0-9]+)/deb/([A-Za-z0-9_+~-][A-Za-z0-9._+~-]*(/[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)?)$`)
+var repoPath = regexp.MustCompile(`^` + regexp.QuoteMeta(PathPrefix) + `(v[0-9]+\.[0-9]+)` + regexp.QuoteMeta(PathSuffix) +
+	`([A-Za-z0-9_+~-][A-Za-z0-9._+~-]*(/[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)?)$`)
 
 // Handler serves root/MINOR/FILE at pkgs.k8s.io's path of it, and nothing
 // else: no listings, no other paths.
