@@ -132,7 +132,7 @@ func kubernetesPackage(version, repository string, keyring []byte) PackageArgs {
 	return a
 }
 
-func TestKubernetesPackagesThroughRealApt(t *testing.T) {
+func TestKubernetesPackagesRealAptInstallsAndHolds(t *testing.T) {
 	root, keyring := labRepo(t, "v1.34.4", "v1.34.3")
 	n := newAptNode(t)
 	base := n.root.Serve(root)
@@ -220,7 +220,7 @@ func TestKubernetesPackagesThroughRealApt(t *testing.T) {
 
 // The default path, no keyring in the inventory: the node fetches the
 // repository's Release.key and dearmors it, as kubeadm's guide does.
-func TestKubernetesPackagesFetchTheKey(t *testing.T) {
+func TestKubernetesPackagesRealAptFetchesTheKey(t *testing.T) {
 	root, keyring := labRepo(t, "v1.35.4")
 	n := newAptNode(t)
 	base := n.root.Serve(root)
@@ -245,7 +245,7 @@ func TestKubernetesPackagesFetchTheKey(t *testing.T) {
 
 // A repository signed by another key than the inventory's: apt refuses
 // it, the step fails, and nothing is installed.
-func TestKubernetesPackagesRefuseAWronglySignedRepository(t *testing.T) {
+func TestKubernetesPackagesRealAptRefusesAWronglySignedRepository(t *testing.T) {
 	root, _ := labRepo(t, "v1.34.4")
 	_, otherKeyring := labRepo(t, "v1.34.4")
 	n := newAptNode(t)
