@@ -325,3 +325,29 @@ func TestAptInstallsFromTheRepository(t *testing.T) {
 		}
 	})
 }
+
+// A key kept under a long path still signs: the agent's sockets would not
+// fit there.
+func TestKeyUnderALongPath(t *testing.T) {
+	need(t, "gpg", "gpgconf", "gpgv")
+	dir := filepath.Join(t.TempDir(), strings.Repeat("a-long-lab-directory-", 5), "apt")
+	key, err := aptrepo.OpenKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "Release"), []byte("Origin: test\n"), 0o644)
+	if err := key.Sign(repo); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gpgv", "--keyring", key.Keyring(), filepath.Join(repo, "InRelease")).CombinedOutput(); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
+	links, _ := filepath.Glob(filepath.Join(os.TempDir(), "hlgpg*", "h"))
+	for _, l := range links {
+		if target, _ := os.Readlink(l); strings.HasPrefix(target, dir) {
+			t.Errorf("short link %s left behind", l)
+		}
+	}
+}

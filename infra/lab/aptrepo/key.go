@@ -15,6 +15,8 @@ import (
 // (binary, what `gpg --dearmor` makes of the armoured Release.key).
 type Key struct {
 	dir string
+	// link is a short path to the home while gpg runs (shortHome).
+	link string
 }
 
 // KeyringName is the keyring's file name, as kubeadm's install guide names
@@ -76,8 +78,12 @@ func (k *Key) Sign(dir string) error {
 }
 
 func (k *Key) gpg(stdin []byte, args ...string) ([]byte, error) {
+	home, err := k.shortHome()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command("gpg", append([]string{"--batch", "--no-tty", "--yes", "--quiet"}, args...)...)
-	cmd.Env = append(os.Environ(), "GNUPGHOME="+k.home())
+	cmd.Env = append(os.Environ(), "GNUPGHOME="+home)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -88,10 +94,45 @@ func (k *Key) gpg(stdin []byte, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// maxSocketHome is the longest GnuPG home whose agent sockets
+// (S.gpg-agent.browser) still fit a unix socket's 108-byte path.
+const maxSocketHome = 80
+
+// shortHome is the GnuPG home as gpg is given it: the home itself, or,
+// when its path is too long for the agent's sockets there (a machine
+// without /run/user/UID keeps them in the home), a short link to it,
+// removed with the agent.
+func (k *Key) shortHome() (string, error) {
+	if len(k.home()) <= maxSocketHome {
+		return k.home(), nil
+	}
+	if k.link != "" {
+		return filepath.Join(k.link, "h"), nil
+	}
+	dir, err := os.MkdirTemp("", "hlgpg")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Symlink(k.home(), filepath.Join(dir, "h")); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	k.link = dir
+	return filepath.Join(dir, "h"), nil
+}
+
 // stopAgent ends the gpg-agent gpg started for this home: nothing the
 // lab starts outlives what it is for.
 func (k *Key) stopAgent() {
+	home, err := k.shortHome()
+	if err != nil {
+		return
+	}
 	cmd := exec.Command("gpgconf", "--kill", "all")
-	cmd.Env = append(os.Environ(), "GNUPGHOME="+k.home())
+	cmd.Env = append(os.Environ(), "GNUPGHOME="+home)
 	_ = cmd.Run()
+	if k.link != "" {
+		os.RemoveAll(k.link)
+		k.link = ""
+	}
 }
