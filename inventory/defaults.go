@@ -17,6 +17,15 @@ const (
 	DefaultToolkitVersion = "1.20.0-1"
 	// DefaultDevicePluginVersion is NVIDIA's k8s-device-plugin image tag.
 	DefaultDevicePluginVersion = "v0.20.1"
+	// DefaultPackagesRepository is the Kubernetes project's own apt
+	// repository, one per minor, as kubeadm's install guide names it.
+	DefaultPackagesRepository = "https://pkgs.k8s.io" + PackagesPath
+	// PackagesPath is where pkgs.k8s.io keeps a minor's repository (a
+	// mirror of it, the emulated homelab's, keeps the same paths).
+	PackagesPath = "/core:/stable:/" + MinorPlaceholder + "/deb/"
+	// MinorPlaceholder in cluster.packages.repository stands for the
+	// cluster's minor, e.g. v1.34.
+	MinorPlaceholder = "{minor}"
 )
 
 // ApplyDefaults fills what the user left out. It never overrides a value
@@ -61,6 +70,7 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.CRISocket, DefaultCRISocket)
 	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
 	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)
+	setString(&c.Packages.Repository, DefaultPackagesRepository)
 	setString(&c.Certificates.ValidityPeriod, DefaultCertificateValidity)
 	setString(&c.Certificates.RenewBefore, DefaultRenewBefore)
 	if sn := c.Etcd.Snapshots; sn != nil {

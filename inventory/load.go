@@ -17,11 +17,12 @@ import (
 
 // Load reads, defaults and validates an inventory file. Warnings come back
 // even when the inventory is valid; the error lists every problem at once.
-// The files it names (ssh.privateKey, ssh.knownHosts, cluster.cilium.chart)
-// come back as absolute paths: ~/ is the home directory and a relative path
-// is relative to the inventory's own directory, as in a kubeconfig, so the
-// inventory means the same whatever directory a command runs in (the Pulumi
-// CLI runs the program in its main folder).
+// The files it names (ssh.privateKey, ssh.knownHosts, cluster.cilium.chart,
+// cluster.packages.keyring) come back as absolute paths: ~/ is the home
+// directory and a relative path is relative to the inventory's own
+// directory, as in a kubeconfig, so the inventory means the same whatever
+// directory a command runs in (the Pulumi CLI runs the program in its main
+// folder).
 func Load(path string) (*Inventory, []*Problem, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -223,7 +224,7 @@ func describe(n *yaml.Node) string {
 // resolvePaths makes the inventory's file paths absolute: ~/ against the
 // home directory, others against dir (the working directory when empty).
 func (inv *Inventory) resolvePaths(dir string) {
-	for _, p := range []*string{&inv.SSH.PrivateKey, &inv.SSH.KnownHosts, &inv.Cluster.Cilium.Chart} {
+	for _, p := range []*string{&inv.SSH.PrivateKey, &inv.SSH.KnownHosts, &inv.Cluster.Cilium.Chart, &inv.Cluster.Packages.Keyring} {
 		*p = ResolvePath(*p, dir)
 	}
 }

@@ -17,6 +17,7 @@ func TestLoadResolvesPathsAgainstTheInventory(t *testing.T) {
 	s := strings.Replace(string(data), "privateKey: ~/.ssh/id_ed25519", "privateKey: keys/id_ed25519", 1)
 	s = strings.Replace(s, "knownHosts: ~/.ssh/known_hosts", "knownHosts: /etc/ssh/ssh_known_hosts", 1)
 	s = strings.Replace(s, "  kubeProxy:", "  cilium: {chart: ../charts/cilium.tgz}\n  kubeProxy:", 1)
+	s = strings.Replace(s, "    manage: false", "    keyring: apt/k8s.gpg", 1)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "site", "inv.yaml")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -38,6 +39,9 @@ func TestLoadResolvesPathsAgainstTheInventory(t *testing.T) {
 	}
 	if want := filepath.Join(dir, "charts", "cilium.tgz"); inv.Cluster.Cilium.Chart != want {
 		t.Errorf("cluster.cilium.chart %q, want %q", inv.Cluster.Cilium.Chart, want)
+	}
+	if want := filepath.Join(dir, "site", "apt", "k8s.gpg"); inv.Cluster.Packages.Keyring != want {
+		t.Errorf("cluster.packages.keyring %q, want %q", inv.Cluster.Packages.Keyring, want)
 	}
 }
 

@@ -57,6 +57,8 @@ type Cluster struct {
 	Cilium Cilium `json:"cilium,omitempty" yaml:"cilium"`
 	GPU    GPU    `json:"gpu" yaml:"gpu"`
 	Etcd   Etcd   `json:"etcd,omitempty" yaml:"etcd"`
+	// Packages: kubeadm, kubelet and kubectl on every node.
+	Packages Packages `json:"packages" yaml:"packages"`
 	// Certificates: the leaf certificates' lifetime and renewal.
 	Certificates Certificates `json:"certificates" yaml:"certificates"`
 	ExtraSANs    []string     `json:"extraSANs,omitempty" yaml:"extraSANs"`
@@ -116,6 +118,24 @@ type DevicePlugin struct {
 	Enabled bool `json:"enabled" yaml:"enabled"`
 	// Version is the nvcr.io/nvidia/k8s-device-plugin image tag, e.g. v0.20.1.
 	Version string `json:"version" yaml:"version"`
+}
+
+// Packages says who installs kubeadm, kubelet and kubectl on the nodes, and
+// from where: an apt repository in pkgs.k8s.io's layout (one flat
+// repository per Kubernetes minor), signed by a key apt trusts for that
+// repository only.
+type Packages struct {
+	// Manage makes up install the three from Repository at
+	// cluster.kubernetesVersion's patch and hold them there (apt-mark
+	// hold); false: the user installs them at that version.
+	Manage bool `json:"manage" yaml:"manage"`
+	// Repository is the repository's URL, MinorPlaceholder standing for
+	// the cluster's minor (v1.34), e.g. DefaultPackagesRepository.
+	Repository string `json:"repository" yaml:"repository"`
+	// Keyring is a dearmored OpenPGP keyring on the machine running
+	// homelab holding the key that signs Repository; it is uploaded to the
+	// nodes. Empty: each node fetches the repository's Release.key.
+	Keyring string `json:"keyring,omitempty" yaml:"keyring"`
 }
 
 type SSH struct {

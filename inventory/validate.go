@@ -99,6 +99,7 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 		}
 	}
 	checkGPU(ps, inv)
+	checkPackages(ps, inv)
 	checkSnapshots(ps, inv)
 	checkCertificates(ps, inv)
 	if c.KubeProxy.Replacement == ReplacementCilium && c.Endpoint.Layout == LayoutSingleIP {

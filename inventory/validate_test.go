@@ -215,6 +215,33 @@ func TestBadInventories(t *testing.T) {
 		{name: "device plugin enabled not a bool", mutate: func(m map[string]any) {
 			at(m, "cluster")["gpu"] = map[string]any{"devicePlugin": map[string]any{"enabled": "on"}}
 		}, want: []string{"cluster.gpu.devicePlugin.enabled"}},
+		{name: "packages repository not a URL", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"manage": true, "repository": "pkgs.k8s.io/core:/stable:/{minor}/deb/"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages repository with a space", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repository": "https://mirror.home/k8s/{minor}/ main"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages repository with a bracket", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repository": "[trusted=yes] https://mirror.home/{minor}/"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages repository scheme", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repository": "ftp://mirror.home/{minor}/"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages repository without host", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repository": "https:///{minor}/"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages repository with credentials", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repository": "https://me:secret@mirror.home/{minor}/"}
+		}, want: []string{"cluster.packages.repository"}},
+		{name: "packages http repository without keyring", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"manage": true, "repository": "http://mirror.home/core:/stable:/{minor}/deb/"}
+		}, want: []string{"cluster.packages.keyring"}},
+		{name: "packages manage not a bool", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"manage": "yes"}
+		}, want: []string{"cluster.packages.manage"}},
+		{name: "packages unknown field", mutate: func(m map[string]any) {
+			at(m, "cluster")["packages"] = map[string]any{"repo": "https://mirror.home/{minor}/"}
+		}, want: []string{"cluster.packages.repo"}},
 		{name: "ssh port", mutate: func(m map[string]any) { at(m, "ssh")["port"] = 99999 }, want: []string{"ssh.port"}},
 		{name: "every problem at once", mutate: func(m map[string]any) {
 			at(m, "cluster.endpoint")["vip"] = "10.0.0.999"

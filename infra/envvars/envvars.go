@@ -39,6 +39,9 @@ const (
 	LabDir = "HOMELAB_LAB_DIR"
 	// LabBoot marks the re-executed process that boots one lab node.
 	LabBoot = "HOMELAB_LAB_BOOT"
+	// LabAptServe marks the re-executed process that serves the lab's apt
+	// repository in the gateway namespace ("ADDRESS DIR").
+	LabAptServe = "HOMELAB_LAB_APT_SERVE"
 	// NodeBin, KubeDir and EtcdDir point the lab at prebuilt binaries: the
 	// stand-ins' homelab-node, the Kubernetes binaries, etcd.
 	NodeBin = "HOMELAB_NODE_BIN"

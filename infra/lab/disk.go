@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
 	"github.com/homelab-dev/homelab/infra/lab/image"
 )
 
@@ -23,8 +25,16 @@ const (
 // enabledAtFirstBoot are the units a fresh node starts, as the Debian
 // packages leave them: sshd, the container runtime, and the kubelet (the
 // kubelet .deb enables it; it crash-loops until kubeadm writes its config).
-// keepalived is installed but left for the provisioner to enable.
+// keepalived is installed but left for the provisioner to enable. A
+// packaged lab's node has no kubelet until its package enables it.
 var enabledAtFirstBoot = []string{"ssh.service", "containerd.service", "kubelet.service"}
+
+func firstBootUnits(packaged bool) []string {
+	if !packaged {
+		return enabledAtFirstBoot
+	}
+	return slices.DeleteFunc(slices.Clone(enabledAtFirstBoot), func(u string) bool { return u == "kubelet.service" })
+}
 
 // nodeFile is one file to place on a node's disk, at its path on the node.
 type nodeFile struct {
@@ -148,9 +158,11 @@ func (l *Lab) diskExists(node string) bool {
 
 // newDisk installs a node from scratch: empty layers over the machine's
 // directories, the image's files, a fresh host key, the lab's client key
-// trusted for root, and the first-boot units enabled. It returns the host
-// public key.
-func (l *Lab) newDisk(node, clientKey string) (string, error) {
+// trusted for root, and the first-boot units enabled. A packaged lab's
+// node (inventory cluster.packages.manage) is as fresh as a real one
+// before its Kubernetes packages: none of their files, none of them in
+// its dpkg database. It returns the host public key.
+func (l *Lab) newDisk(node, clientKey string, packaged bool) (string, error) {
 	if err := os.RemoveAll(l.diskDir(node)); err != nil {
 		return "", err
 	}
@@ -183,7 +195,17 @@ func (l *Lab) newDisk(node, clientKey string) (string, error) {
 		{Path: "/etc/machine-id", Mode: 0o444, Content: []byte(randomHex(16) + "\n")},
 	}
 	for _, f := range image.Files() {
+		if packaged && slices.Contains(aptrepo.PackagedImageFiles, f.Path) {
+			continue
+		}
 		files = append(files, nodeFile{Path: f.Path, Mode: f.Mode, Content: f.Content})
+	}
+	if packaged {
+		f, err := freshDpkg()
+		if err != nil {
+			return "", err
+		}
+		files = append(files, f)
 	}
 	for _, f := range files {
 		if err := l.writeNodeFile(node, f); err != nil {
@@ -193,7 +215,7 @@ func (l *Lab) newDisk(node, clientKey string) (string, error) {
 	if err := os.Chmod(filepath.Join(l.upperDir(node, "root"), ".ssh"), 0o700); err != nil {
 		return "", err
 	}
-	if err := l.enableUnits(node, enabledAtFirstBoot); err != nil {
+	if err := l.enableUnits(node, firstBootUnits(packaged)); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(l.diskDir(node), ".installed"), nil, 0o644); err != nil {

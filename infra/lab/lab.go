@@ -66,8 +66,17 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
 		return fail(err)
 	}
-	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion); err != nil {
+	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
 		return fail(err)
+	}
+	if s.Packages {
+		versions, err := l.buildAptRepo()
+		if err != nil {
+			return fail(err)
+		}
+		if err := l.checkAptInventory(s, inv, versions); err != nil {
+			return fail(err)
+		}
 	}
 	clientKey, err := l.ensureClientKey()
 	if err != nil {
@@ -77,7 +86,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
 		} else {
-			n.HostKey, err = l.newDisk(n.Name, clientKey)
+			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages)
 		}
 		if err != nil {
 			return fail(err)
@@ -96,6 +105,11 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	ones, _ := subnet.Mask.Size()
 	if err := l.upNetwork(s, fmt.Sprintf("%s/%d", s.Gateway, ones)); err != nil {
 		return fail(err)
+	}
+	if s.Packages {
+		if err := l.startAptServer(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
+			return fail(err)
+		}
 	}
 	for _, n := range s.Nodes {
 		if err := l.plugNode(s, n); err != nil {
@@ -136,6 +150,7 @@ func newState(inv *inventory.Inventory, invPath string) *State {
 		Gateway:   inv.Cluster.Network.Gateway,
 		SSHPort:   inv.SSH.Port,
 		SSHUser:   inv.SSH.User,
+		Packages:  inv.Cluster.Packages.Manage,
 	}
 	if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		s.VIP = inv.Cluster.Endpoint.VIP
@@ -243,7 +258,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	errs := []error{l.stopAptServer(s)}
 	for i := len(s.Nodes) - 1; i >= 0; i-- {
 		n := s.Nodes[i]
 		if n.Power == powerOn {

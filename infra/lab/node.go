@@ -244,7 +244,7 @@ func (l *Lab) Replace(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		pub, err := l.newDisk(n.Name, clientKey)
+		pub, err := l.newDisk(n.Name, clientKey, s.Packages)
 		if err != nil {
 			return err
 		}

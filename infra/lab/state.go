@@ -31,8 +31,13 @@ type State struct {
 	// /run/netns a mount point (iproute2 does), so down undoes it.
 	NetnsDirMounted bool `json:"netnsDirMounted,omitempty"`
 	// Tools is the read-only layer with the kube, etcd and stand-in binaries.
-	Tools string       `json:"tools,omitempty"`
-	Nodes []*NodeState `json:"nodes"`
+	Tools string `json:"tools,omitempty"`
+	// Packages: the inventory manages its Kubernetes packages, so nodes
+	// get kubeadm, kubelet and kubectl from the lab's apt repository,
+	// which AptServer serves in the gateway namespace.
+	Packages  bool         `json:"packages,omitempty"`
+	AptServer *Proc        `json:"aptServer,omitempty"`
+	Nodes     []*NodeState `json:"nodes"`
 }
 
 // Link is a veth pair: Name in BridgeNetns, Peer (renamed) in Netns.

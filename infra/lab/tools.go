@@ -11,10 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
 
@@ -135,10 +138,25 @@ func (l *Lab) nodeBinary(root string, rootErr error) (string, error) {
 	if rootErr != nil {
 		return "", rootErr
 	}
-	// Cached outside the lab directory, which down removes, and per
-	// checkout, since staleness is judged by this checkout's sources.
+	return l.buildNode(root, "homelab-node", "the kubelet, systemctl, containerd and init stand-ins")
+}
+
+// kubeletStandIn returns homelab-node built to report Kubernetes version
+// v as the kubelet: what the lab's kubelet package of v carries.
+func (l *Lab) kubeletStandIn(root string, rootErr error, v string) (string, error) {
+	if rootErr != nil {
+		return "", rootErr
+	}
+	return l.buildNode(root, "kubelet-"+v, "the kubelet stand-in reporting "+v, nodestatus.VersionFlag(v))
+}
+
+// buildNode builds ./cmd/homelab-node as name, rebuilt only when a source
+// file it depends on is newer than the last build. Cached outside the lab
+// directory, which down removes, and per checkout, since staleness is
+// judged by this checkout's sources.
+func (l *Lab) buildNode(root, name, what string, ldflags ...string) (string, error) {
 	sum := sha256.Sum256([]byte(root))
-	out := filepath.Join(toolCache(), "homelab-node", hex.EncodeToString(sum[:6]), "homelab-node")
+	out := filepath.Join(toolCache(), "homelab-node", hex.EncodeToString(sum[:6]), name)
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", err
 	}
@@ -148,14 +166,18 @@ func (l *Lab) nodeBinary(root string, rootErr error) (string, error) {
 			return out, nil
 		}
 	}
-	l.logf("lab: building homelab-node (the kubelet, systemctl, containerd and init stand-ins)")
-	cmd := exec.Command("go", "build", "-o", out+".tmp", "./cmd/homelab-node")
+	l.logf("lab: building homelab-node (%s)", what)
+	args := []string{"build", "-o", out + ".tmp"}
+	if len(ldflags) > 0 {
+		args = append(args, "-ldflags", strings.Join(ldflags, " "))
+	}
+	cmd := exec.Command("go", append(args, "./cmd/homelab-node")...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout = l.logWriter()
 	cmd.Stderr = l.logWriter()
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/homelab-node: %w", err)
+		return "", fmt.Errorf("go build ./cmd/homelab-node (%s): %w", what, err)
 	}
 	return out, os.Rename(out+".tmp", out)
 }
@@ -195,8 +217,10 @@ func newestSource(root, pkg string) (time.Time, error) {
 
 // buildTools assembles the read-only layer laid over every node's /usr:
 // the real binaries where a package would put them, and the homelab-node
-// stand-ins under the names a node calls them by.
-func (l *Lab) buildTools(kubeVersion string) (string, error) {
+// stand-ins under the names a node calls them by. A packaged lab's nodes
+// get kubeadm, kubelet and kubectl from its apt repository instead, as a
+// fresh machine has none of them.
+func (l *Lab) buildTools(kubeVersion string, packaged bool) (string, error) {
 	root, rootErr := repoRoot()
 	kube, err := l.binDir(EnvKubeDir, "kube", kubeBins, root, rootErr, "kubernetes-"+kubeVersion, "KUBE_VERSION="+kubeVersion)
 	if err != nil {
@@ -223,6 +247,9 @@ func (l *Lab) buildTools(kubeVersion string) (string, error) {
 		}
 	}
 	for _, b := range kubeBins {
+		if packaged && slices.Contains(aptrepo.PackagedBinaries, b) {
+			continue
+		}
 		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
 			return "", err
 		}
@@ -238,6 +265,9 @@ func (l *Lab) buildTools(kubeVersion string) (string, error) {
 	// Hard links, not symlinks: a multi-call binary that looks at
 	// /proc/self/exe sees the name it was started by only this way.
 	for _, b := range standIns {
+		if packaged && slices.Contains(aptrepo.PackagedBinaries, b) {
+			continue
+		}
 		if err := linkOrCopy(node, filepath.Join(bin, b)); err != nil {
 			return "", err
 		}

@@ -347,8 +347,12 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 		return nil, nil, err
 	}
 	cp.Host = host
+	ready, err := declareKubernetesPackages(ctx, cp, cfg, n, conn, host)
+	if err != nil {
+		return nil, nil, err
+	}
 	files := filesOf(r, n.Name)
-	nf, err := declareFiles(ctx, cp, conn, n.Name, files, host)
+	nf, err := declareFiles(ctx, cp, conn, n.Name, files, ready)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -403,7 +407,11 @@ func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles
 		return nil, err
 	}
 	w.Host = host
-	nf, err := declareFiles(ctx, w, conn, n.Name, filesOf(r, n.Name), host)
+	ready, err := declareKubernetesPackages(ctx, w, cfg, n, conn, host)
+	if err != nil {
+		return nil, err
+	}
+	nf, err := declareFiles(ctx, w, conn, n.Name, filesOf(r, n.Name), ready)
 	if err != nil {
 		return nil, err
 	}

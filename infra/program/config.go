@@ -93,6 +93,13 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 // accepted a new one since the inventory was loaded.
 func NewConfig(inv *inventory.Inventory, bundle *pki.Bundle, privateKey, knownHosts string, ignorePreflight []string) (Config, error) {
 	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: privateKey, KnownHosts: knownHosts, HostKeys: map[string]string{}, IgnorePreflight: ignorePreflight}
+	if p := inv.Cluster.Packages; p.Manage && p.Keyring != "" {
+		key, err := p.ReadKeyring()
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.PackagesKeyring = key
+	}
 	for _, n := range inv.Nodes {
 		fps, err := hostkeys.Known(knownHosts, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
 		if err != nil {

@@ -8,6 +8,7 @@ package program
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -29,12 +30,18 @@ type Config struct {
 	// HostKeys are each node's host key fingerprints as known_hosts has
 	// them: accepting a replaced machine's key changes its node's.
 	HostKeys map[string]string
+	// PackagesKeyring is the keyring cluster.packages.keyring names, read
+	// once (nil: the nodes fetch the repository's key).
+	PackagesKeyring []byte
 }
 
-// Commands a node needs before kubeadm can run there.
+// Commands a node needs before kubeadm can run there: the user installs
+// the Kubernetes ones, unless the inventory manages them, and then apt
+// must be there to install them.
 var (
 	workerRequires       = []string{"kubeadm", "kubelet", "systemctl"}
 	controlPlaneRequires = []string{"kubeadm", "kubelet", "kubectl", "systemctl"}
+	managedRequires      = []string{"apt-get", "dpkg-query", "systemctl"}
 )
 
 // Run returns the program.
@@ -119,6 +126,12 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	requires := workerRequires
 	if n.IsControlPlane() {
 		requires = controlPlaneRequires
+	}
+	if cfg.Inventory.Cluster.Packages.Manage {
+		requires = managedRequires
+	}
+	requires = slices.Clone(requires)
+	if n.IsControlPlane() {
 		if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			requires = append(requires, "keepalived")
 		}

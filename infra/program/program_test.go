@@ -46,8 +46,9 @@ func runMocked(t *testing.T, layout string) *mocks {
 	return runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.Endpoint.Layout = layout })
 }
 
-// runMockedWith runs the program on the shipped homelab changed by edit.
-func runMockedWith(t *testing.T, edit func(inv *inventory.Inventory)) *mocks {
+// runMockedWith runs the program on the shipped homelab changed by edit,
+// and its Config changed by configure.
+func runMockedWith(t *testing.T, edit func(inv *inventory.Inventory), configure ...func(*Config)) *mocks {
 	t.Helper()
 	inv, _, err := inventory.Load("../../inventory/homelab.yaml")
 	if err != nil {
@@ -67,6 +68,9 @@ func runMockedWith(t *testing.T, edit func(inv *inventory.Inventory)) *mocks {
 	}
 	m := &mocks{all: map[string]registered{}}
 	cfg := Config{Inventory: inv, Bundle: b, PrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n", KnownHosts: "/k"}
+	for _, c := range configure {
+		c(&cfg)
+	}
 	if err := pulumi.RunErr(Run(cfg), pulumi.WithMocks("homelab", "test", m)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"slices"
@@ -22,9 +23,14 @@ import (
 type Package struct{}
 
 // AptRepository is a third-party apt repository: its key, fetched once and
-// dearmored into Keyring, and the sources list that trusts only that key.
+// dearmored into Keyring (or given, Key), and the sources list that trusts
+// only that key.
 type AptRepository struct {
-	KeyURL      string `pulumi:"keyURL"`
+	KeyURL string `pulumi:"keyURL,optional"`
+	// Key is the dearmored keyring itself, base64: uploaded to Keyring
+	// with the sources list, so nothing is fetched and a mirror cannot
+	// swap it.
+	Key         string `pulumi:"key,optional"`
 	Keyring     string `pulumi:"keyring"`
 	SourcesPath string `pulumi:"sourcesPath"`
 	Sources     string `pulumi:"sources"`
@@ -37,12 +43,24 @@ type PackageArgs struct {
 	Names []string `pulumi:"names"`
 	// Not "version": the engine strips an input of that name (the
 	// provider plugin's version), and decoding the state then fails.
-	Version    string         `pulumi:"pinnedVersion"`
-	Repository *AptRepository `pulumi:"repository,optional"`
+	Version string `pulumi:"pinnedVersion"`
+	// AnyRevision makes Version an upstream version (1.34.4): any Debian
+	// revision of it (1.34.4-1.1, 1.34.4-2.1) is the pin, the repository's
+	// newest installed.
+	AnyRevision bool           `pulumi:"anyRevision,optional"`
+	Repository  *AptRepository `pulumi:"repository,optional"`
+	// KeepVersion, when set, refuses to move an installed package to
+	// another version (it says what to do instead): Kubernetes' packages
+	// change version only with kubeadm's upgrade, never by an install.
+	KeepVersion string `pulumi:"keepVersion,optional"`
 	// Restart is a unit restarted when the installed version changes or
 	// Trigger (a checksum of config the unit reads) changes.
 	Restart string `pulumi:"restart,optional"`
 	Trigger string `pulumi:"trigger,optional"`
+	// Enable is a unit the packages ship, enabled once they are installed
+	// (kubeadm's install guide enables the kubelet, which kubeadm then
+	// only starts: a rebooted node would come back without it).
+	Enable string `pulumi:"enable,optional"`
 	// RequireNvidiaGPU skips the install on a node without an NVIDIA GPU;
 	// DeclaredGPUs is what the inventory says the node has (for the warning).
 	RequireNvidiaGPU bool `pulumi:"requireNvidiaGPU,optional"`
@@ -52,6 +70,7 @@ type PackageArgs struct {
 // Package statuses.
 const (
 	PackageInstalled    = "installed"
+	PackageNotHeld      = "not held"
 	PackageMissing      = "not installed"
 	PackageOtherVersion = "other version"
 	PackageSkippedNoGPU = "skipped: no NVIDIA GPU detected"
@@ -90,11 +109,12 @@ func packageQuery(in PackageArgs) string {
 // live is what packageQuery found.
 type live struct {
 	versions map[string]string
+	held     map[string]bool
 	gpus     gpu.Detection
 }
 
 func parsePackageQuery(names []string, out string) live {
-	l := live{versions: map[string]string{}, gpus: gpu.ParseDetection(out)}
+	l := live{versions: map[string]string{}, held: map[string]bool{}, gpus: gpu.ParseDetection(out)}
 	for _, n := range names {
 		l.versions[n] = ""
 	}
@@ -104,14 +124,50 @@ func parsePackageQuery(names []string, out string) live {
 			continue
 		}
 		f := strings.Fields(rest)
-		// "ii " is installed; "rc " (removed, config left) and "un " are not.
-		if len(f) == 3 && f[1] == "ii" {
-			if _, want := l.versions[f[0]]; want {
-				l.versions[f[0]] = f[2]
-			}
+		if len(f) != 3 || len(f[1]) < 2 {
+			continue
+		}
+		if _, want := l.versions[f[0]]; !want {
+			continue
+		}
+		// dpkg's abbreviation: the selection (i install, h hold, ...),
+		// then the state (i installed; c config files left, U unpacked,
+		// F half configured, ... are not installed).
+		if f[1][1] == 'i' {
+			l.versions[f[0]] = f[2]
+			l.held[f[0]] = f[1][0] == 'h'
 		}
 	}
 	return l
+}
+
+// pinned says whether an installed version is the pin.
+func (in PackageArgs) pinned(v string) bool {
+	if !in.AnyRevision {
+		return v == in.Version
+	}
+	return upstreamVersion(v) == in.Version
+}
+
+// upstreamVersion is a Debian version without its epoch and revision:
+// 1:1.34.4-1.1 -> 1.34.4.
+func upstreamVersion(v string) string {
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		v = v[i+1:]
+	}
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// aptVersion is what apt-get install asks for: the pin, or with
+// AnyRevision a glob apt resolves to the newest revision of it.
+func (in PackageArgs) aptVersion() string {
+	if in.AnyRevision {
+		return in.Version + "-*"
+	}
+	return in.Version
 }
 
 // status says where the node stands against the pin.
@@ -119,14 +175,15 @@ func (l live) status(in PackageArgs) string {
 	if in.RequireNvidiaGPU && !l.gpus.Present() {
 		return PackageSkippedNoGPU
 	}
-	missing, other := false, false
+	missing, other, loose := false, false, false
 	for _, n := range in.Names {
-		switch l.versions[n] {
-		case in.Version:
-		case "":
+		switch v := l.versions[n]; {
+		case v == "":
 			missing = true
-		default:
+		case !in.pinned(v):
 			other = true
+		case !l.held[n]:
+			loose = true
 		}
 	}
 	switch {
@@ -134,8 +191,29 @@ func (l live) status(in PackageArgs) string {
 		return PackageOtherVersion
 	case missing:
 		return PackageMissing
+	case loose:
+		return PackageNotHeld
 	}
 	return PackageInstalled
+}
+
+// versionChange is the refusal KeepVersion asks for, when an installed
+// package is at another version than the pin; nil otherwise.
+func versionChange(in PackageArgs, node string, versions map[string]string) error {
+	if in.KeepVersion == "" {
+		return nil
+	}
+	var moved []string
+	for _, n := range in.Names {
+		if v := versions[n]; v != "" && !in.pinned(v) {
+			moved = append(moved, n+" "+v)
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s installed, and %s is declared: up does not move installed packages to another version. %s",
+		node, strings.Join(moved, ", "), in.Version, in.KeepVersion)
 }
 
 func (l live) state(in PackageArgs) PackageState {
@@ -157,28 +235,57 @@ func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, err
 func installScript(in PackageArgs) string {
 	var pinned []string
 	for _, n := range in.Names {
-		pinned = append(pinned, quote(n+"="+in.Version))
-	}
-	names := make([]string, len(in.Names))
-	for i, n := range in.Names {
-		names[i] = quote(n)
+		pinned = append(pinned, quote(n+"="+in.aptVersion()))
 	}
 	var b strings.Builder
 	b.WriteString("set -e\nexport DEBIAN_FRONTEND=noninteractive\n")
-	if r := in.Repository; r != nil {
+	if r := in.Repository; r != nil && r.Key == "" {
+		// Fetched to a file first: in a pipe, sh would not notice curl
+		// failing and would keep an empty keyring.
 		k := quote(r.Keyring)
 		fmt.Fprintf(&b, `if [ ! -s %[1]s ]; then
   command -v curl >/dev/null && command -v gpg >/dev/null || { echo "fetching the repository key needs curl and gpg: apt-get install -y curl gnupg" >&2; exit 1; }
   mkdir -p "$(dirname %[1]s)"
-  curl -fsSL %[2]s | gpg --dearmor --yes -o %[1]s.tmp
-  mv %[1]s.tmp %[1]s
+  curl -fsSL %[2]s -o %[3]s
+  gpg --dearmor --yes -o %[4]s %[3]s
+  rm -f %[3]s
+  mv %[4]s %[1]s
 fi
-`, k, quote(r.KeyURL))
+`, k, quote(r.KeyURL), quote(r.Keyring+".asc"), quote(r.Keyring+".tmp"))
 	}
 	b.WriteString("apt-get update -q\n")
 	b.WriteString("apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ") + "\n")
-	b.WriteString("apt-mark hold " + strings.Join(names, " ") + " >/dev/null\n")
+	b.WriteString(holdCommand(in) + "\n")
+	if in.Enable != "" {
+		b.WriteString("systemctl enable " + quote(in.Enable) + "\n")
+	}
 	return b.String()
+}
+
+func holdCommand(in PackageArgs) string {
+	names := make([]string, len(in.Names))
+	for i, n := range in.Names {
+		names[i] = quote(n)
+	}
+	return "apt-mark hold " + strings.Join(names, " ") + " >/dev/null"
+}
+
+// uploadRepository writes the sources list, and the keyring when the
+// repository's key is given rather than fetched.
+func uploadRepository(ctx context.Context, c ssh.Executor, node string, r *AptRepository) error {
+	if r.Key != "" {
+		key, err := base64.StdEncoding.DecodeString(r.Key)
+		if err != nil {
+			return fmt.Errorf("%s: the repository key for %s is not base64: %w", node, r.Keyring, err)
+		}
+		if err := c.Upload(ctx, r.Keyring, key, os.FileMode(0o644)); err != nil {
+			return fmt.Errorf("%s: writing %s: %w", node, r.Keyring, err)
+		}
+	}
+	if err := c.Upload(ctx, r.SourcesPath, []byte(r.Sources), os.FileMode(0o644)); err != nil {
+		return fmt.Errorf("%s: writing %s: %w", node, r.SourcesPath, err)
+	}
+	return nil
 }
 
 // converge brings the node to the pin and returns the state it left it in.
@@ -206,11 +313,25 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 			node, in.DeclaredGPUs, strings.Join(in.Names, ", "))
 		return st, nil
 	}
-	changed := st.Status != PackageInstalled
+	if err := versionChange(in, node, l.versions); err != nil {
+		return st, err
+	}
+	changed := st.Status != PackageInstalled && st.Status != PackageNotHeld
 	if r := in.Repository; r != nil && (changed || !equalRepo(r, old.Repository)) {
-		if err := c.Upload(ctx, r.SourcesPath, []byte(r.Sources), os.FileMode(0o644)); err != nil {
-			return PackageState{}, fmt.Errorf("%s: writing %s: %w", node, r.SourcesPath, err)
+		if err := uploadRepository(ctx, c, node, r); err != nil {
+			return PackageState{}, err
 		}
+	}
+	if st.Status == PackageNotHeld {
+		// Installed at the pin by someone else (or before the hold was
+		// ours): holding them is all that is due.
+		if _, err := must(ctx, c, node, "holding "+strings.Join(in.Names, ", "), holdCommand(in)); err != nil {
+			return PackageState{}, err
+		}
+		if l, err = readPackage(ctx, c, in); err != nil {
+			return PackageState{}, err
+		}
+		st = l.state(in)
 	}
 	if changed {
 		// Detached: apt cut off half-way leaves dpkg locked and packages
@@ -223,7 +344,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 			return PackageState{}, err
 		}
 		if st = l.state(in); st.Status != PackageInstalled {
-			return PackageState{}, fmt.Errorf("%s: after installing, dpkg reports %v, not %s", node, l.versions, in.Version)
+			return PackageState{}, fmt.Errorf("%s: after installing, dpkg reports %v (%s), not %s held", node, l.versions, st.Status, in.Version)
 		}
 	}
 	if in.Restart != "" && (changed || in.Trigger != old.Trigger) {
@@ -291,11 +412,20 @@ func packageDiff(in PackageArgs, st PackageState) changeSet {
 	if in.Version != st.Version || (st.Status != PackageSkippedNoGPU && st.Status != PackageInstalled) {
 		d.update("pinnedVersion")
 	}
+	if in.AnyRevision != st.AnyRevision {
+		d.update("anyRevision")
+	}
+	if in.KeepVersion != st.KeepVersion {
+		d.update("keepVersion")
+	}
 	if !equalRepo(in.Repository, st.Repository) {
 		d.update("repository")
 	}
 	if in.Restart != st.Restart {
 		d.update("restart")
+	}
+	if in.Enable != st.Enable {
+		d.update("enable")
 	}
 	if in.Trigger != st.Trigger {
 		d.update("trigger")
@@ -319,6 +449,11 @@ func equalRepo(a, b *AptRepository) bool {
 func (Package) Update(ctx context.Context, req infer.UpdateRequest[PackageArgs, PackageState]) (infer.UpdateResponse[PackageState], error) {
 	in, old := req.Inputs, req.State
 	if req.DryRun {
+		// A refused version change shows in the preview, from what dpkg
+		// reported last.
+		if err := versionChange(in, in.Connection.Node, old.Versions); err != nil {
+			return infer.UpdateResponse[PackageState]{}, err
+		}
 		st := old
 		st.PackageArgs = in
 		return infer.UpdateResponse[PackageState]{Output: st}, nil

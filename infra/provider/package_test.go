@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"context"
+	"encoding/base64"
 	"maps"
 	"os/exec"
 	"slices"
@@ -8,8 +10,11 @@ import (
 	"testing"
 
 	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/kubepkg"
 )
 
 func toolkitArgs() PackageArgs {
@@ -42,7 +47,9 @@ func TestPackageStatus(t *testing.T) {
 		{"emulated homelab: no GPU, no packages", "", PackageSkippedNoGPU, 0},
 		{"no GPU, packages there anyway", dpkgLines("ii", "1.20.0-1", gpu.ToolkitPackages...), PackageSkippedNoGPU, 0},
 		{"GPU, nothing installed", gpuLine, PackageMissing, 1},
-		{"GPU, pinned version", gpuLine + dpkgLines("ii", "1.20.0-1", gpu.ToolkitPackages...), PackageInstalled, 1},
+		{"GPU, pinned version, held", gpuLine + dpkgLines("hi", "1.20.0-1", gpu.ToolkitPackages...), PackageInstalled, 1},
+		{"GPU, pinned version, not held", gpuLine + dpkgLines("ii", "1.20.0-1", gpu.ToolkitPackages...), PackageNotHeld, 1},
+		{"GPU, held but only unpacked", gpuLine + dpkgLines("hU", "1.20.0-1", gpu.ToolkitPackages...), PackageMissing, 1},
 		{"GPU, older toolkit", gpuLine + dpkgLines("ii", "1.17.8-1", gpu.ToolkitPackages...), PackageOtherVersion, 1},
 		{"GPU, one library missing", gpuLine + dpkgLines("ii", "1.20.0-1", gpu.ToolkitPackages[:3]...), PackageMissing, 1},
 		{"GPU, removed with config left", gpuLine + dpkgLines("rc", "1.20.0-1", gpu.ToolkitPackages...), PackageMissing, 1},
@@ -108,7 +115,8 @@ func TestPackageDiff(t *testing.T) {
 func TestInstallScript(t *testing.T) {
 	s := installScript(toolkitArgs())
 	for _, want := range []string{
-		"curl -fsSL '" + gpu.ToolkitKeyURL + "' | gpg --dearmor",
+		"curl -fsSL '" + gpu.ToolkitKeyURL + "' -o '" + gpu.ToolkitKeyring + ".asc'",
+		"gpg --dearmor --yes -o '" + gpu.ToolkitKeyring + ".tmp' '" + gpu.ToolkitKeyring + ".asc'",
 		"'nvidia-container-toolkit=1.20.0-1' 'nvidia-container-toolkit-base=1.20.0-1' 'libnvidia-container-tools=1.20.0-1' 'libnvidia-container1=1.20.0-1'",
 		"apt-mark hold 'nvidia-container-toolkit'",
 		"if [ ! -s '" + gpu.ToolkitKeyring + "' ]",
@@ -124,5 +132,136 @@ func TestInstallScript(t *testing.T) {
 	}
 	if q := packageQuery(toolkitArgs()); !strings.Contains(q, "nvidia-smi -L") || !strings.Contains(q, "dpkg-query -W") {
 		t.Errorf("query: %s", q)
+	}
+}
+
+func kubernetesArgs() PackageArgs {
+	inv := &inventory.Inventory{Cluster: inventory.Cluster{KubernetesVersion: "v1.34.4", Packages: inventory.Packages{Manage: true}}}
+	inv.ApplyDefaults()
+	in, _ := kubepkg.For(inv, []byte{0x99, 0, 1, 4})
+	return PackageArgs{
+		Connection: Connection{Node: "cp-1", Host: "10.0.0.120"},
+		Names:      in.Packages, Version: in.Version, AnyRevision: true,
+		Repository:  &AptRepository{Key: base64.StdEncoding.EncodeToString(in.Key), Keyring: in.Keyring, SourcesPath: in.SourcesPath, Sources: string(in.Sources)},
+		KeepVersion: "change cluster.kubernetesVersion back",
+		Enable:      "kubelet",
+	}
+}
+
+// Kubernetes' packages: the declared patch in any Debian revision, held;
+// a node at another version is reported, and refused rather than moved.
+func TestKubernetesPackageStatus(t *testing.T) {
+	in := kubernetesArgs()
+	for _, tc := range []struct {
+		name, out, status string
+		refused           bool
+	}{
+		{"fresh node", "", PackageMissing, false},
+		{"pkgs.k8s.io's build, held", dpkgLines("hi", "1.34.4-1.1", "kubeadm", "kubelet", "kubectl"), PackageInstalled, false},
+		{"a rebuild's revision, held", dpkgLines("hi", "1.34.4-2.1", "kubeadm", "kubelet", "kubectl"), PackageInstalled, false},
+		{"installed by hand, not held", dpkgLines("ii", "1.34.4-1.1", "kubeadm", "kubelet", "kubectl"), PackageNotHeld, false},
+		{"kubectl missing", dpkgLines("hi", "1.34.4-1.1", "kubeadm", "kubelet"), PackageMissing, false},
+		{"a patch that merely starts alike", dpkgLines("hi", "1.34.40-1.1", "kubeadm", "kubelet", "kubectl"), PackageOtherVersion, true},
+		{"older patch", dpkgLines("hi", "1.34.3-1.1", "kubeadm", "kubelet", "kubectl"), PackageOtherVersion, true},
+		{"next minor's kubelet", dpkgLines("hi", "1.34.4-1.1", "kubeadm", "kubectl") + dpkgLines("hi", "1.35.0-1.1", "kubelet"), PackageOtherVersion, true},
+		{"with an epoch", dpkgLines("hi", "1:1.34.4-1.1", "kubeadm", "kubelet", "kubectl"), PackageInstalled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := parsePackageQuery(in.Names, tc.out)
+			if st := l.state(in); st.Status != tc.status {
+				t.Errorf("status %q, want %q", st.Status, tc.status)
+			}
+			err := versionChange(in, "cp-1", l.versions)
+			if (err != nil) != tc.refused {
+				t.Fatalf("refused: %v, want %v", err, tc.refused)
+			}
+			if err != nil && !strings.Contains(err.Error(), in.KeepVersion) {
+				t.Errorf("the refusal does not say what to do: %v", err)
+			}
+		})
+	}
+	// Without KeepVersion (the toolkit) another version is converged.
+	toolkit := toolkitArgs()
+	if err := versionChange(toolkit, "gpu-1", map[string]string{"nvidia-container-toolkit": "1.17.8-1"}); err != nil {
+		t.Errorf("toolkit refused: %v", err)
+	}
+}
+
+func TestKubernetesInstallScript(t *testing.T) {
+	in := kubernetesArgs()
+	s := installScript(in)
+	if !strings.Contains(s, "'kubeadm=1.34.4-*' 'kubelet=1.34.4-*' 'kubectl=1.34.4-*'") {
+		t.Errorf("not pinned to the patch:\n%s", s)
+	}
+	if !strings.Contains(s, "apt-mark hold 'kubeadm' 'kubelet' 'kubectl'") {
+		t.Errorf("not held:\n%s", s)
+	}
+	if !strings.HasSuffix(s, "\nsystemctl enable 'kubelet'\n") {
+		t.Errorf("the kubelet is not enabled after the install:\n%s", s)
+	}
+	if s := installScript(toolkitArgs()); strings.Contains(s, "systemctl enable") {
+		t.Errorf("the toolkit enables a unit:\n%s", s)
+	}
+	// The keyring is uploaded: nothing is fetched.
+	if strings.Contains(s, "curl") || strings.Contains(s, "gpg") {
+		t.Errorf("fetches a key it was given:\n%s", s)
+	}
+	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
+		t.Errorf("not valid shell: %v %s", err, out)
+	}
+	// The default repository: its Release.key, fetched and dearmored.
+	inv := &inventory.Inventory{Cluster: inventory.Cluster{KubernetesVersion: "v1.34.4", Packages: inventory.Packages{Manage: true}}}
+	inv.ApplyDefaults()
+	k, _ := kubepkg.For(inv, nil)
+	in.Repository = &AptRepository{KeyURL: k.KeyURL, Keyring: k.Keyring, SourcesPath: k.SourcesPath, Sources: string(k.Sources)}
+	if s := installScript(in); !strings.Contains(s, "curl -fsSL 'https://pkgs.k8s.io/core:/stable:/v1.34/deb/Release.key' -o '/etc/apt/keyrings/kubernetes-apt-keyring.gpg.asc'") {
+		t.Errorf("default repository's key not fetched:\n%s", s)
+	}
+}
+
+func TestKubernetesPackageDiff(t *testing.T) {
+	in := kubernetesArgs()
+	installed := PackageState{PackageArgs: in, Status: PackageInstalled}
+	for _, tc := range []struct {
+		name string
+		st   PackageState
+		in   PackageArgs
+		want []string
+	}{
+		{"converged", installed, in, nil},
+		{"not held", PackageState{PackageArgs: in, Status: PackageNotHeld}, in, []string{"pinnedVersion"}},
+		{"new patch declared", installed, func() PackageArgs { a := in; a.Version = "1.34.5"; return a }(), []string{"pinnedVersion"}},
+		{"another key", installed, func() PackageArgs {
+			a := in
+			r := *a.Repository
+			r.Key = base64.StdEncoding.EncodeToString([]byte{0x99, 0, 2, 4})
+			a.Repository = &r
+			return a
+		}(), []string{"repository"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := slices.Sorted(maps.Keys(packageDiff(tc.in, tc.st)))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("diff %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The preview of a version bump on nodes holding the old version says it
+// will be refused, before anything runs.
+func TestKubernetesVersionBumpRefusedInPreview(t *testing.T) {
+	old := kubernetesArgs()
+	st := PackageState{PackageArgs: old, Status: PackageInstalled, Versions: map[string]string{"kubeadm": "1.34.4-1.1", "kubelet": "1.34.4-1.1", "kubectl": "1.34.4-1.1"}}
+	in := old
+	in.Version = "1.35.4"
+	_, err := Package{}.Update(context.Background(), infer.UpdateRequest[PackageArgs, PackageState]{Inputs: in, State: st, DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "kubelet 1.34.4-1.1") {
+		t.Errorf("preview of a version bump: %v", err)
+	}
+	// A fresh node (nothing installed) previews fine.
+	st.Versions = map[string]string{}
+	if _, err := (Package{}).Update(context.Background(), infer.UpdateRequest[PackageArgs, PackageState]{Inputs: in, State: st, DryRun: true}); err != nil {
+		t.Errorf("preview on a node without packages: %v", err)
 	}
 }

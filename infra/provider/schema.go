@@ -140,7 +140,8 @@ func (s *ServiceState) Annotate(a infer.Annotator) {
 
 func (r *AptRepository) Annotate(a infer.Annotator) {
 	a.Describe(&r, "A third-party apt repository trusted through its own signed-by keyring.")
-	a.Describe(&r.KeyURL, "Where the repository's signing key is fetched from.")
+	a.Describe(&r.KeyURL, "Where the repository's signing key is fetched from (when key is empty).")
+	a.Describe(&r.Key, "The repository's signing key as a dearmored keyring, base64: uploaded to keyring instead of fetched.")
 	a.Describe(&r.Keyring, "Where the dearmored key is kept on the node.")
 	a.Describe(&r.SourcesPath, "The apt sources list file for the repository.")
 	a.Describe(&r.Sources, "The sources list's content, naming the keyring in signed-by.")
@@ -149,9 +150,12 @@ func (r *AptRepository) Annotate(a infer.Annotator) {
 func (pk *PackageArgs) Annotate(a infer.Annotator) {
 	a.Describe(&pk.Connection, "How the node is reached.")
 	a.Describe(&pk.Names, "Debian packages installed together at pinnedVersion and held there.")
-	a.Describe(&pk.Version, "The apt version every package is pinned to, e.g. 1.20.0-1.")
+	a.Describe(&pk.Version, "The apt version every package is pinned to, e.g. 1.20.0-1 (with anyRevision an upstream version, e.g. 1.34.4).")
+	a.Describe(&pk.AnyRevision, "pinnedVersion is an upstream version: any Debian revision of it is the pin, the repository's newest installed.")
+	a.Describe(&pk.KeepVersion, "When set, an installed package at another version is refused, not changed; the text says what to do instead.")
 	a.Describe(&pk.Repository, "The apt repository the packages come from (empty: the node's configured ones).")
 	a.Describe(&pk.Restart, "A unit restarted when the installed version or the trigger changes.")
+	a.Describe(&pk.Enable, "A unit the packages ship, enabled once they are installed (the kubelet).")
 	a.Describe(&pk.Trigger, "A checksum of configuration the restarted unit reads.")
 	a.Describe(&pk.RequireNvidiaGPU, "Skip the install, with a warning, on a node where no NVIDIA GPU is detected.")
 	a.Describe(&pk.DeclaredGPUs, "How many GPUs the inventory declares on the node (for the warning).")
@@ -159,7 +163,7 @@ func (pk *PackageArgs) Annotate(a infer.Annotator) {
 
 func (pk *PackageState) Annotate(a infer.Annotator) {
 	a.Describe(&pk.Versions, "The installed version of each package, read live (empty when absent).")
-	a.Describe(&pk.Status, "installed, not installed, other version, or skipped: no NVIDIA GPU detected.")
+	a.Describe(&pk.Status, "installed (at the pin and held), not held, not installed, other version, or skipped: no NVIDIA GPU detected.")
 	a.Describe(&pk.DetectedGPUs, "How many NVIDIA GPUs the node showed (with requireNvidiaGPU).")
 }
 

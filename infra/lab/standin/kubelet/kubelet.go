@@ -43,7 +43,7 @@ import (
 
 // Version is the kubelet version the stand-in reports; kubeadm's preflight
 // compares it with its own.
-const Version = nodestatus.KubeletVersion
+var Version = nodestatus.KubeletVersion
 
 // Config is everything the stand-in needs; Main fills it from the kubelet's
 // flags and config file.

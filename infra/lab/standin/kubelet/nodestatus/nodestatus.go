@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"reflect"
 	"runtime"
 	"time"
 
@@ -22,8 +23,15 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// KubeletVersion is what the stand-in claims to be.
-const KubeletVersion = "v1.34.4"
+// KubeletVersion is what the stand-in claims to be. The lab's kubelet
+// packages link it as their version (VersionFlag), as a real kubelet
+// carries the version it was built as.
+var KubeletVersion = "v1.34.4"
+
+// VersionFlag is the linker flag that builds the stand-in as version v.
+func VersionFlag(v string) string {
+	return "-X " + reflect.TypeOf(Options{}).PkgPath() + ".KubeletVersion=" + v
+}
 
 // Options describe the node.
 type Options struct {

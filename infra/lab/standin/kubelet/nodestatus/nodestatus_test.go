@@ -124,3 +124,11 @@ func TestTakeOverExistingNode(t *testing.T) {
 		t.Errorf("labels %v", n.Labels)
 	}
 }
+
+// The flag names the variable the stand-in reports: a kubelet package's
+// build links its version there.
+func TestVersionFlag(t *testing.T) {
+	if got, want := VersionFlag("v1.35.4"), "-X github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus.KubeletVersion=v1.35.4"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

@@ -1,0 +1,234 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/netns"
+	"github.com/homelab-dev/homelab/inventory"
+)
+
+// The lab's apt repository (inventory cluster.packages.manage): built
+// from every Kubernetes version the tools cache holds, signed with the
+// lab's key, served in the gateway namespace at pkgs.k8s.io's paths, so
+// nodes reach it on the lab's network only.
+
+// envAptServe carries the server's address and directory to the process
+// the lab starts for it; the package's init() acts on it, as for a boot.
+const envAptServe = envvars.LabAptServe
+
+// aptPort is the server's port on the gateway address.
+const aptPort = "80"
+
+func (l *Lab) aptDir() string     { return filepath.Join(l.Dir, "apt") }
+func (l *Lab) aptRepoDir() string { return filepath.Join(l.aptDir(), "repo") }
+func (l *Lab) aptLogPath() string { return filepath.Join(l.aptDir(), "server.log") }
+
+// AptKeyringPath is the lab key's keyring (inventory/lab.yaml's
+// cluster.packages.keyring).
+func (l *Lab) AptKeyringPath() string { return filepath.Join(l.aptDir(), aptrepo.KeyringName) }
+
+// AptRepository is the repository URL template nodes of this lab reach
+// (inventory/lab.yaml's cluster.packages.repository).
+func AptRepository(s *State) string {
+	return aptrepo.Repository(s.Gateway)
+}
+
+func init() {
+	v := os.Getenv(envAptServe)
+	if v == "" {
+		return
+	}
+	addr, dir, _ := strings.Cut(v, " ")
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		err = aptrepo.Serve(ln, dir)
+	}
+	fmt.Fprintf(os.Stderr, "homelab lab apt repository: %v\n", err)
+	os.Exit(1)
+}
+
+// cachedKubeVersions are the Kubernetes versions whose kubeadm and kubectl
+// the tools cache holds (build-kube.sh's kubernetes-vX.Y.Z), oldest first.
+func cachedKubeVersions() ([]string, error) {
+	entries, err := os.ReadDir(toolCache())
+	if err != nil {
+		return nil, err
+	}
+	var vs []*version.Version
+	for _, e := range entries {
+		v, ok := strings.CutPrefix(e.Name(), "kubernetes-")
+		if !ok || !e.IsDir() || checkBins(filepath.Join(toolCache(), e.Name()), []string{"kubeadm", "kubectl"}) != nil {
+			continue
+		}
+		if sv, err := version.ParseSemantic(v); err == nil && strings.HasPrefix(v, "v") {
+			vs = append(vs, sv)
+		}
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i].LessThan(vs[j]) })
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = "v" + v.String()
+	}
+	return out, nil
+}
+
+// buildAptRepo writes the lab's repositories, one per minor, of every
+// cached version (the packages themselves are cached by version outside
+// the lab), and returns the versions.
+func (l *Lab) buildAptRepo() ([]string, error) {
+	start := time.Now()
+	arch, err := aptrepo.Arch()
+	if err != nil {
+		return nil, err
+	}
+	versions, err := cachedKubeVersions()
+	if err != nil {
+		return nil, err
+	}
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("the tools cache %s holds no Kubernetes binaries to package: run infra/tools/build-kube.sh", toolCache())
+	}
+	root, rootErr := repoRoot()
+	key, err := aptrepo.OpenKey(l.aptDir())
+	if err != nil {
+		return nil, err
+	}
+	byMinor := map[string][]string{}
+	for _, v := range versions {
+		kubelet, err := l.kubeletStandIn(root, rootErr, v)
+		if err != nil {
+			return nil, err
+		}
+		kube := filepath.Join(toolCache(), "kubernetes-"+v)
+		specs, err := aptrepo.Specs(aptrepo.Binaries{Version: v, Kubeadm: filepath.Join(kube, "kubeadm"), Kubectl: filepath.Join(kube, "kubectl"), Kubelet: kubelet})
+		if err != nil {
+			return nil, err
+		}
+		m := aptrepo.Minor(v)
+		if _, ok := byMinor[m]; !ok {
+			specs = append(specs, aptrepo.Dependencies(m)...)
+		}
+		for _, sp := range specs {
+			deb, err := aptrepo.Build(filepath.Join(toolCache(), "kubernetes-debs-"+v), arch, sp)
+			if err != nil {
+				return nil, err
+			}
+			byMinor[m] = append(byMinor[m], deb)
+		}
+	}
+	for m, debs := range byMinor {
+		if err := aptrepo.Write(filepath.Join(l.aptRepoDir(), m), arch, m, debs, key); err != nil {
+			return nil, err
+		}
+	}
+	l.logf("lab: apt repository of Kubernetes %s ready in %s", strings.Join(versions, ", "), time.Since(start).Round(100*time.Millisecond))
+	return versions, nil
+}
+
+// checkAptInventory says where an inventory managing its packages would
+// miss the lab's repository: its version not packaged, another URL or
+// keyring than the lab's.
+func (l *Lab) checkAptInventory(s *State, inv *inventory.Inventory, versions []string) error {
+	if !slices.Contains(versions, inv.Cluster.KubernetesVersion) {
+		return fmt.Errorf("cluster.kubernetesVersion %s is not in the lab's apt repository (%s): build it with KUBE_VERSION=%s infra/tools/build-kube.sh",
+			inv.Cluster.KubernetesVersion, strings.Join(versions, ", "), inv.Cluster.KubernetesVersion)
+	}
+	if want := AptRepository(s); inv.Cluster.Packages.Repository != want {
+		l.logf("lab: warning: the inventory's cluster.packages.repository is %s but this lab serves %s", inv.Cluster.Packages.Repository, want)
+	}
+	if inv.Cluster.Packages.Keyring != l.AptKeyringPath() {
+		l.logf("lab: warning: the inventory's cluster.packages.keyring is %q but this lab's key is %s", inv.Cluster.Packages.Keyring, l.AptKeyringPath())
+	}
+	return nil
+}
+
+// startAptServer starts the repository's server on the gateway address in
+// nsPath, the gateway namespace (the lab's own binary, re-executed), and
+// waits until it answers there.
+func (l *Lab) startAptServer(ctx context.Context, s *State, nsPath string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(l.aptLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	addr := net.JoinHostPort(s.Gateway, aptPort)
+	cmd := exec.Command("nsenter", "--net="+nsPath, "--", exe)
+	cmd.Env = []string{envAptServe + "=" + addr + " " + l.aptRepoDir(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the apt repository's server: %w", err)
+	}
+	go cmd.Wait()
+	p, err := procOf(cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("the apt repository's server died at once; see %s", l.aptLogPath())
+	}
+	s.AptServer = p
+	if err := l.saveState(s); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := netns.Dial(ctx, nsPath, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if !p.Alive() || time.Now().After(deadline) {
+			return fmt.Errorf("the apt repository's server does not answer on %s in %s: %w (see %s)", addr, nsPath, err, l.aptLogPath())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (l *Lab) stopAptServer(s *State) error {
+	if s.AptServer == nil {
+		return nil
+	}
+	if err := s.AptServer.Kill(); err != nil {
+		return fmt.Errorf("stopping the apt repository's server (pid %d): %w", s.AptServer.PID, err)
+	}
+	if err := waitGone(5*time.Second, func() int {
+		if s.AptServer.Alive() {
+			return 1
+		}
+		return 0
+	}); err != nil {
+		return errors.New("the apt repository's server outlived SIGKILL")
+	}
+	s.AptServer = nil
+	return nil
+}
+
+// freshDpkg is a new node's dpkg database: the machine's, without the
+// packages the lab's repository provides. A fresh node has none of them,
+// and one this machine has (Google Cloud SDK's kubectl, epoch 1) would
+// outrank every version the repository holds.
+func freshDpkg() (nodeFile, error) {
+	const status = "/var/lib/dpkg/status"
+	data, err := os.ReadFile(status)
+	if err != nil {
+		return nodeFile{}, err
+	}
+	return nodeFile{Path: status, Mode: 0o644, Content: aptrepo.Forget(data, aptrepo.Names...)}, nil
+}

@@ -1,0 +1,118 @@
+package aptrepo
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/homelab-dev/homelab/roles/kubepkg"
+)
+
+// Write makes dir the flat repository of one minor, as pkgs.k8s.io lays
+// it out: the packages under ARCH/, their index (Packages, Packages.gz),
+// the Release listing the index's hashes, Release signed inline
+// (InRelease) and apart (Release.gpg) with key, and the key itself
+// (Release.key). It replaces what dir held.
+func Write(dir, arch, minor string, debs []string, key *Key) error {
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, arch), 0o755); err != nil {
+		return err
+	}
+	var stanzas []stanza
+	seen := map[string]bool{}
+	for _, deb := range debs {
+		name := filepath.Base(deb)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		rel := arch + "/" + name
+		if err := linkOrCopy(deb, filepath.Join(tmp, rel), 0o644); err != nil {
+			return err
+		}
+		st, err := indexEntry(filepath.Join(tmp, rel), rel)
+		if err != nil {
+			return err
+		}
+		stanzas = append(stanzas, st)
+	}
+	sort.Slice(stanzas, func(i, j int) bool { return stanzas[i].key < stanzas[j].key })
+	var index bytes.Buffer
+	for i, st := range stanzas {
+		if i > 0 {
+			index.WriteString("\n")
+		}
+		index.WriteString(st.text)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(index.Bytes())
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{"Packages", index.Bytes()}, {"Packages.gz", gz.Bytes()}}
+	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: Kubernetes %s (emulated homelab)\nDate: %s\nArchitectures: %s\nDescription: kubeadm, kubelet (stand-in) and kubectl %s, built from the lab's binaries\n",
+		minor, time.Now().UTC().Format(time.RFC1123), arch, minor)
+	md5s, sha256s := "MD5Sum:\n", "SHA256:\n"
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {
+			return err
+		}
+		m, s := md5.Sum(f.data), sha256.Sum256(f.data)
+		md5s += fmt.Sprintf(" %x %d %s\n", m, len(f.data), f.name)
+		sha256s += fmt.Sprintf(" %x %d %s\n", s, len(f.data), f.name)
+	}
+	release += md5s + sha256s
+	if err := os.WriteFile(filepath.Join(tmp, "Release"), []byte(release), 0o644); err != nil {
+		return err
+	}
+	if key != nil {
+		if err := key.Sign(tmp); err != nil {
+			return err
+		}
+		armored, err := os.ReadFile(key.Armored())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, kubepkg.KeyFile), armored, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+type stanza struct{ key, text string }
+
+// indexEntry is a package's paragraph in Packages: its control fields as
+// dpkg-deb reads them, then where it is and its size and hashes.
+func indexEntry(path, rel string) (stanza, error) {
+	out, err := exec.Command("dpkg-deb", "--field", path).Output()
+	if err != nil {
+		return stanza{}, fmt.Errorf("dpkg-deb --field %s: %w", path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return stanza{}, err
+	}
+	m, s := md5.Sum(data), sha256.Sum256(data)
+	text := strings.TrimRight(string(out), "\n") + fmt.Sprintf("\nFilename: %s\nSize: %d\nMD5sum: %s\nSHA256: %s\n", rel, len(data), hex.EncodeToString(m[:]), hex.EncodeToString(s[:]))
+	return stanza{key: filepath.Base(rel), text: text}, nil
+}
