@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
@@ -272,10 +274,68 @@ func (l *Lab) buildTools(kubeVersion string, packaged bool) (string, error) {
 			return "", err
 		}
 	}
+	if err := l.buildImages(filepath.Join(tmp, filepath.FromSlash(images.Root)), kubeVersion, kube, etcd); err != nil {
+		return "", err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
 	return dir, os.Rename(tmp, dir)
+}
+
+// controlPlaneImages are the images whose binaries kubeadm's static pods
+// run: the image's base name is the binary's.
+var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// buildImages lays out the lab's image tree (infra/lab/standin/images):
+// every image kubeadm lists for each Kubernetes version the lab has (the
+// declared one from kube, the others from the tools cache), the
+// control-plane ones with their binaries, etcd's with the lab's etcd where
+// its version is the one kubeadm asks for, the rest (pause, coredns,
+// kube-proxy: nothing here runs them) empty. An image kubeadm lists for a
+// version whose etcd the lab lacks is left out, so its static pod fails to
+// start, as a pull of an image the registry lacks does.
+func (l *Lab) buildImages(root, kubeVersion, kube, etcd string) error {
+	dirs := map[string]string{kubeVersion: kube}
+	if cached, err := cachedKubeVersions(); err == nil {
+		for _, v := range cached {
+			if _, ok := dirs[v]; !ok {
+				dirs[v] = filepath.Join(toolCache(), "kubernetes-"+v)
+			}
+		}
+	}
+	etcdTag := strings.TrimPrefix(etcdVersion, "v") + "-0"
+	for v, d := range dirs {
+		if checkBins(d, append([]string{"kubeadm"}, controlPlaneImages...)) != nil {
+			continue
+		}
+		out, err := exec.Command(filepath.Join(d, "kubeadm"), "config", "images", "list", "--kubernetes-version", v).Output()
+		if err != nil {
+			return fmt.Errorf("kubeadm %s config images list: %w", v, err)
+		}
+		for _, ref := range strings.Fields(string(out)) {
+			repo, tag, err := images.Ref(ref)
+			if err != nil {
+				return fmt.Errorf("kubeadm %s lists %w", v, err)
+			}
+			name := path.Base(repo)
+			bins := map[string]string{}
+			switch {
+			case slices.Contains(controlPlaneImages, name):
+				bins[name] = filepath.Join(d, name)
+			case name == "etcd" && tag != etcdTag:
+				l.logf("lab: no %s image (the lab's etcd is %s): a v%s control plane's etcd will not start", ref, etcdVersion, strings.TrimPrefix(v, "v"))
+				continue
+			case name == "etcd":
+				bins["etcd"] = filepath.Join(etcd, "etcd")
+				bins["etcdctl"] = filepath.Join(etcd, "etcdctl")
+			}
+			if err := images.Add(root, ref, bins, linkOrCopy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // linkOrCopy hard-links (instant, no space) or copies across filesystems.

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
 
@@ -55,7 +56,10 @@ type Config struct {
 	ImageFSDir string
 	// StopGrace is how long a stopped sandbox gets before SIGKILL.
 	StopGrace time.Duration
-	Logf      func(format string, args ...any)
+	// Images is what can be pulled (nil: every image, for tests); on a
+	// node, the lab's image tree.
+	Images *images.Store
+	Logf   func(format string, args ...any)
 }
 
 func (c *Config) defaults() {
@@ -90,7 +94,7 @@ func (c *Config) defaults() {
 // the sandbox image) and the stand-in's own --pod-state-dir; other flags are
 // ignored.
 func Main(args []string) int {
-	var c Config
+	c := Config{Images: &images.Store{Dir: images.Root}}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
 		if !strings.HasPrefix(args[i], "-") {

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
 
@@ -28,7 +29,10 @@ type fixture struct {
 
 // start serves the stand-in with containerd's config.toml holding toml
 // (imports relative to the test's directory: %s is replaced by it).
-func start(t *testing.T, toml string) *fixture {
+func start(t *testing.T, toml string) *fixture { return startWith(t, toml, nil) }
+
+// startWith is start with an image store (nil: every image is there).
+func startWith(t *testing.T, toml string, store *images.Store) *fixture {
 	t.Helper()
 	d := t.TempDir()
 	f := &fixture{sock: filepath.Join(d, "run", "containerd.sock"), state: filepath.Join(d, "pods"),
@@ -41,7 +45,7 @@ func start(t *testing.T, toml string) *fixture {
 	done := make(chan error, 1)
 	go func() {
 		done <- Serve(ctx, Config{Address: "unix://" + f.sock, ConfigPath: configPath, CNIConfDir: f.cniDir, CNIBinDirs: []string{f.binDir},
-			SandboxDir: filepath.Join(d, "run", "sandboxes"), PodStateDir: f.state, ImageFSDir: d, StopGrace: time.Second, Logf: t.Logf})
+			SandboxDir: filepath.Join(d, "run", "sandboxes"), PodStateDir: f.state, ImageFSDir: d, StopGrace: time.Second, Images: store, Logf: t.Logf})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -186,6 +190,41 @@ func TestKubeadmPullsImages(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 	t.Logf("%s", out)
+}
+
+// With the lab's image store, kubeadm pulls what the store holds and its
+// preflight fails, naming the image, for a version the store lacks.
+func TestKubeadmPullsOnlyStoredImages(t *testing.T) {
+	kubeadm := kubeBin("kubeadm")
+	if kubeadm == "" {
+		t.Skip("kubeadm not built (infra/tools/build-kube.sh)")
+	}
+	list, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", "v1.34.4").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &images.Store{Dir: t.TempDir()}
+	for _, ref := range strings.Fields(string(list)) {
+		if err := images.Add(store.Dir, ref, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := startWith(t, "version = 3\n", store)
+	pull := func(version string) (string, error) {
+		out, err := exec.Command(kubeadm, "config", "images", "pull", "--kubernetes-version", version, "--cri-socket", "unix://"+f.sock).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := pull("v1.34.4"); err != nil {
+		t.Fatalf("pulling the stored images: %v\n%s", err, out)
+	}
+	out, err := pull("v1.34.5")
+	if err == nil || !strings.Contains(out, "registry.k8s.io/kube-apiserver:v1.34.5") || !strings.Contains(out, "not found") {
+		t.Errorf("pulling a version the store lacks: %v\n%s", err, out)
+	}
+	is, err := f.img.ImageStatus(context.Background(), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: "registry.k8s.io/kube-apiserver:v1.34.5"}})
+	if err != nil || is.Image != nil {
+		t.Errorf("status of an image the store lacks: %+v, %v; want no image", is, err)
+	}
 }
 
 func kubeBin(name string) string {

@@ -438,13 +438,28 @@ func (i *imageService) ImageStatus(_ context.Context, req *runtimeapi.ImageStatu
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "no image given")
 	}
+	if !i.s.pullable(ref) {
+		// What the CRI answers for an image it does not have: no image.
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
 	return &runtimeapi.ImageStatusResponse{Image: image(ref)}, nil
+}
+
+// pullable: the lab's image tree holds ref (every image without a tree).
+func (s *server) pullable(ref string) bool {
+	return s.c.Images == nil || s.c.Images.Has(ref)
 }
 
 func (i *imageService) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "no image given")
+	}
+	if i.s.c.Images != nil {
+		if _, err := i.s.c.Images.Image(ref); err != nil {
+			// containerd's words, which kubeadm's preflight prints.
+			return nil, status.Errorf(codes.NotFound, "failed to pull and unpack image %q: %v", ref, err)
+		}
 	}
 	i.s.mu.Lock()
 	i.s.images[image(ref).Spec.Image] = true

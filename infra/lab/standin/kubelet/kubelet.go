@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/ciliumagent"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/clientcert"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/mirror"
@@ -93,6 +94,9 @@ type Config struct {
 	// Root prefixes the node paths the stand-in writes for pods (hostPath
 	// volumes, the Cilium agent's files); "" is /.
 	Root string
+	// Images is where static pods' binaries come from (nil: their PATH,
+	// for tests); on a node, the lab's image tree.
+	Images *images.Store
 
 	Logf func(format string, args ...any)
 }
@@ -158,6 +162,7 @@ func configFromFlags(f flags) (Config, error) {
 		ManifestDir:             f.podManifestPath,
 		RuntimeEndpoint:         f.runtimeEndpoint,
 		HealthzAddress:          "127.0.0.1:10248",
+		Images:                  &images.Store{Dir: images.Root},
 	}
 	if f.config != "" {
 		kc, err := loadConfigFile(f.config)
@@ -285,6 +290,7 @@ func Run(ctx context.Context, c Config) error {
 		PollInterval: c.PollInterval,
 		StopGrace:    c.StopGrace,
 		MaxBackoff:   c.MaxBackoff,
+		Images:       c.Images,
 		Logf:         c.Logf,
 	}
 	wg.Add(1)

@@ -18,6 +18,7 @@ type Spec struct {
 	Name     string
 	Manifest string // file the spec came from
 	Hash     string // of the manifest bytes
+	Image    string // the first container's
 	Argv     []string
 	Env      []string // NAME=value, from the container only
 	Dir      string
@@ -78,6 +79,7 @@ func ParseManifest(file string, data []byte) (*Spec, error) {
 		Name:     name,
 		Manifest: file,
 		Hash:     hex.EncodeToString(sum[:]),
+		Image:    c.Image,
 		Argv:     argv,
 		Env:      env,
 		Dir:      c.WorkingDir,

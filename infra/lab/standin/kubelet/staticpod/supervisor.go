@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 )
 
 // Supervisor keeps one process per manifest in ManifestDir running.
@@ -38,7 +40,11 @@ type Supervisor struct {
 	StopGrace time.Duration
 	// MaxBackoff caps the restart delay of a crashing process (default 10 s).
 	MaxBackoff time.Duration
-	Logf       func(format string, args ...any)
+	// Images, when set, is where a container's binary comes from: its
+	// image's directory (a version the store lacks fails to start, as an
+	// image that cannot be pulled does). Nil: the pod's PATH.
+	Images *images.Store
+	Logf   func(format string, args ...any)
 
 	mu      sync.Mutex
 	workers map[string]*worker
@@ -378,7 +384,7 @@ func (w *worker) stop(p *process) {
 func (w *worker) start(spec *Spec) (*process, error) {
 	s := w.s
 	env := append(append([]string{}, s.Env...), spec.Env...)
-	bin, err := lookPath(spec.Argv[0], envValue(env, "PATH"))
+	bin, err := s.binary(spec, env)
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +466,18 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return v
+}
+
+// binary is the executable the pod's container runs: from its image when
+// the supervisor has a store, else from the pod's PATH.
+func (s *Supervisor) binary(spec *Spec, env []string) (string, error) {
+	if s.Images == nil {
+		return lookPath(spec.Argv[0], envValue(env, "PATH"))
+	}
+	if spec.Image == "" {
+		return "", fmt.Errorf("container has no image")
+	}
+	return s.Images.Binary(spec.Image, spec.Argv[0])
 }
 
 // lookPath resolves name against the pod's PATH rather than the kubelet's.

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 )
 
 type lab struct {
@@ -18,6 +20,10 @@ type lab struct {
 	state    string
 	logs     string
 	dir      string
+	// image is the manifests' image ("x" when empty); store, when set,
+	// is where the supervisor takes binaries from.
+	image string
+	store *images.Store
 }
 
 func newLab(t *testing.T) *lab {
@@ -46,6 +52,7 @@ func (l *lab) supervise() (stop func()) {
 		PollInterval: 100 * time.Millisecond,
 		StopGrace:    2 * time.Second,
 		MaxBackoff:   400 * time.Millisecond,
+		Images:       l.store,
 		Logf:         l.t.Logf,
 	}
 	var wg sync.WaitGroup
@@ -63,7 +70,11 @@ func (l *lab) supervise() (stop func()) {
 // does not wait for it to settle.
 func (l *lab) write(name string, command ...string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: kube-system\nspec:\n  containers:\n  - name: c\n    image: x\n    command:\n", name)
+	image := l.image
+	if image == "" {
+		image = "x"
+	}
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: kube-system\nspec:\n  containers:\n  - name: c\n    image: %s\n    command:\n", name, image)
 	for _, c := range command {
 		fmt.Fprintf(&b, "    - %q\n", c)
 	}
@@ -267,4 +278,48 @@ func countProcs(argv []string) int {
 		}
 	}
 	return n
+}
+
+// With an image store, a pod runs its image's binary, not the PATH's: a
+// manifest moved to another version runs that version, and one naming a
+// version the store lacks runs nothing (the old version is stopped, as the
+// kubelet stops a pod whose manifest changed) until the image is there.
+func TestPodsRunTheirImagesBinary(t *testing.T) {
+	l := newLab(t)
+	l.store = &images.Store{Dir: filepath.Join(l.dir, "images")}
+	addVersion := func(v string) {
+		t.Helper()
+		src := filepath.Join(l.dir, "app-"+v)
+		if err := os.WriteFile(src, []byte("#!/bin/sh\nexec sleep 100"+strings.TrimPrefix(v, "v")+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := images.Add(l.store.Dir, "registry.k8s.io/app:"+v, map[string]string{"app": src}, os.Link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addVersion("v1")
+	// On the PATH, app would not be found at all.
+	l.image = "registry.k8s.io/app:v1"
+	l.write("app", "app", "--flag")
+	stop := l.supervise()
+	defer stop()
+	sleeping := func(arg string) bool { return countProcs([]string{"sleep", arg}) == 1 }
+	if !waitFor(func() bool { return sleeping("1001") }, 10*time.Second) {
+		t.Fatal("the v1 image's binary is not running")
+	}
+
+	l.image = "registry.k8s.io/app:v2"
+	l.write("app", "app", "--flag")
+	if !waitFor(func() bool { return !sleeping("1001") }, 10*time.Second) {
+		t.Fatal("v1 kept running after its manifest moved to v2")
+	}
+	time.Sleep(time.Second)
+	if r, ok := l.record("app"); ok && r.Alive() {
+		t.Fatalf("a pod runs although the store has no v2 image: %+v", r)
+	}
+
+	addVersion("v2")
+	if !waitFor(func() bool { return sleeping("1002") }, 10*time.Second) {
+		t.Fatal("the v2 image's binary did not start once the image was there")
+	}
 }
