@@ -69,17 +69,8 @@ func newAptNode(t *testing.T) *aptNode {
 // binaries (scripts printing their name and version), and its key.
 func labRepo(t *testing.T, versions ...string) (root string, keyring []byte) {
 	t.Helper()
-	arch, err := aptrepo.Arch()
-	if err != nil {
-		t.Skip(err)
-	}
 	dir := t.TempDir()
-	key, err := aptrepo.OpenKey(filepath.Join(dir, "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	byMinor := map[string][]string{}
-	for _, v := range versions {
+	root, key := apttest.Repos(t, dir, func(v string) aptrepo.Binaries {
 		b := aptrepo.Binaries{Version: v}
 		for name, p := range map[string]*string{"kubeadm": &b.Kubeadm, "kubelet": &b.Kubelet, "kubectl": &b.Kubectl} {
 			*p = filepath.Join(dir, "bin", v, name)
@@ -88,29 +79,13 @@ func labRepo(t *testing.T, versions ...string) (root string, keyring []byte) {
 				t.Fatal(err)
 			}
 		}
-		specs, err := aptrepo.Specs(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := aptrepo.Minor(v)
-		for _, s := range append(specs, aptrepo.Dependencies(m)...) {
-			deb, err := aptrepo.Build(filepath.Join(dir, "debs", v), arch, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byMinor[m] = append(byMinor[m], deb)
-		}
-	}
-	for m, debs := range byMinor {
-		if err := aptrepo.Write(filepath.Join(dir, "repo", m), arch, m, debs, key); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keyring, err = os.ReadFile(key.Keyring())
+		return b
+	}, versions...)
+	keyring, err := os.ReadFile(key.Keyring())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, "repo"), keyring
+	return root, keyring
 }
 
 // kubernetesPackage is the Package the program declares for a node of an

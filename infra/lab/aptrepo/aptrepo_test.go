@@ -61,33 +61,8 @@ func buildRepos(t *testing.T, versions ...string) built {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	key, err := aptrepo.OpenKey(filepath.Join(dir, "key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	byMinor := map[string][]string{}
-	for _, v := range versions {
-		specs, err := aptrepo.Specs(fakeBinaries(t, v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := aptrepo.Minor(v)
-		specs = append(specs, aptrepo.Dependencies(m)...)
-		for _, s := range specs {
-			deb, err := aptrepo.Build(filepath.Join(dir, "cache", v), arch, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			byMinor[m] = append(byMinor[m], deb)
-		}
-	}
-	for m, debs := range byMinor {
-		if err := aptrepo.Write(filepath.Join(dir, "repo", m), arch, m, debs, key); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return built{root: filepath.Join(dir, "repo"), key: key, arch: arch}
+	root, key := apttest.Repos(t, t.TempDir(), func(v string) aptrepo.Binaries { return fakeBinaries(t, v) }, versions...)
+	return built{root: root, key: key, arch: arch}
 }
 
 // paragraphs reads a Packages file into field maps.

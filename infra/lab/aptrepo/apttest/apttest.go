@@ -207,3 +207,40 @@ func (r *Root) Serve(root string) string {
 	r.t.Cleanup(func() { ln.Close() })
 	return "http://" + ln.Addr().String()
 }
+
+// Repos writes, under dir, one signed repository per minor of the
+// Kubernetes packages of each version (their binaries from bins) and the
+// packages they depend on, as the lab lays them out, with a new key. It
+// returns the repositories' root (root/MINOR is one) and the key.
+func Repos(t testing.TB, dir string, bins func(version string) aptrepo.Binaries, versions ...string) (string, *aptrepo.Key) {
+	t.Helper()
+	arch, err := aptrepo.Arch()
+	if err != nil {
+		t.Skip(err)
+	}
+	key, err := aptrepo.OpenKey(filepath.Join(dir, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMinor := map[string][]string{}
+	for _, v := range versions {
+		specs, err := aptrepo.Specs(bins(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := aptrepo.Minor(v)
+		for _, s := range append(specs, aptrepo.Dependencies(m)...) {
+			deb, err := aptrepo.Build(filepath.Join(dir, "debs", v), arch, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byMinor[m] = append(byMinor[m], deb)
+		}
+	}
+	for m, debs := range byMinor {
+		if err := aptrepo.Write(filepath.Join(dir, "repo", m), arch, m, debs, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "repo"), key
+}
