@@ -242,6 +242,9 @@ func (l *Lab) upNetwork(s *State, gwPrefix string) error {
 		{"-n", BridgeNetns, "link", "set", k.Name, "master", bridgeName, "up"},
 		{"-n", GatewayNetns, "addr", "add", gwPrefix, "dev", k.Peer},
 		{"-n", GatewayNetns, "link", "set", k.Peer, "up"},
+		// Its own address is reached over loopback, down in a new
+		// namespace: the apt repository's server is checked from here.
+		{"-n", GatewayNetns, "link", "set", "lo", "up"},
 	} {
 		if err := ip(args...); err != nil {
 			return err
