@@ -76,8 +76,8 @@ func (s Store) Has(image string) bool {
 	return err == nil
 }
 
-// Binary returns the executable name of image's container runs: name
-// looked up in the image's directory, never on the node's PATH.
+// Binary returns the path of the executable a container of image runs as
+// name: looked up in the image's directory, never on the node's PATH.
 func (s Store) Binary(image, name string) (string, error) {
 	dir, err := s.Image(image)
 	if err != nil {
