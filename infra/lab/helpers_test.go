@@ -44,11 +44,9 @@ func needLab(tb testing.TB) {
 // holds the machine's lab slot meanwhile.
 func newTestLab(tb testing.TB) *Lab {
 	tb.Helper()
-	release, err := LockMachine()
-	if err != nil {
+	if err := HoldMachine(tb); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(release)
 	for _, ns := range []string{BridgeNetns, GatewayNetns} {
 		if netnsExists(ns) {
 			tb.Fatalf("network namespace %s exists: a lab is up outside the tests (homelab lab down)", ns)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -271,4 +272,50 @@ func LockMachine() (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// Ledger is where every test that holds the lab appends how long it waited
+// for the machine and held it, as TSV (start, test, waited s, held s,
+// pass or fail): go test prints no durations for passing tests, and these
+// make up most of a CI run.
+const Ledger = "/var/tmp/homelab-lab-tests.tsv"
+
+// Holder is the part of testing.TB that HoldMachine uses.
+type Holder interface {
+	Name() string
+	Failed() bool
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
+// HoldMachine is LockMachine for a test: released when the test ends (its
+// other clean-ups, registered later, run first), with the wait logged and
+// the hold recorded in Ledger.
+func HoldMachine(t Holder) error {
+	asked := time.Now()
+	release, err := LockMachine()
+	if err != nil {
+		return err
+	}
+	held := time.Now()
+	if w := held.Sub(asked); w > time.Second {
+		// Other packages' lab tests run in parallel processes and wait
+		// here: the test's own figures start after this.
+		t.Logf("figures: waited %s for the machine's lab", w.Round(time.Second))
+	}
+	t.Cleanup(func() {
+		release()
+		result := "pass"
+		if t.Failed() {
+			result = "fail"
+		}
+		f, err := os.OpenFile(Ledger, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "%s\t%s\t%.0f\t%.0f\t%s\n", asked.UTC().Format(time.RFC3339), t.Name(),
+			held.Sub(asked).Seconds(), time.Since(held).Seconds(), result)
+	})
+	return nil
 }

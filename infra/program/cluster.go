@@ -358,8 +358,11 @@ func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r 
 	}
 	cp.files = nf
 	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
-		// The check script verifies TLS with the cluster CA.
-		deps := append(nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, pki.CertificatesDir+"/ca.crt"), after...)
+		// The check script verifies TLS with the cluster CA. The drop-in
+		// first: a keepalived started before systemd loads it would leave
+		// its VIP behind if killed, and its daemon-reload would race the
+		// restart.
+		deps := append(nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, keepalived.DropInPath, pki.CertificatesDir+"/ca.crt"), after...)
 		svc, err := register(ctx, "Service", n.Name+":keepalived", pulumi.Map{
 			"connection": conn,
 			"name":       pulumi.String("keepalived"),

@@ -11,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -105,6 +106,9 @@ func TestBootstrapOrder(t *testing.T) {
 	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
 		if !dependsOn(init, svc, cp+":keepalived") {
 			t.Errorf("init does not wait for %s's keepalived (the VIP must answer first)", cp)
+		}
+		if !dependsOn(m.get(t, svc, cp+":keepalived"), file, cp+":"+keepalived.DropInPath) {
+			t.Errorf("%s's keepalived starts before its systemd drop-in is in place", cp)
 		}
 	}
 	if !dependsOn(init, file, "cp-1:/etc/kubernetes/pki/ca.key") || !dependsOn(init, file, "cp-1:/etc/kubernetes/kubeadm/init.yaml") {

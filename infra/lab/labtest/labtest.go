@@ -72,11 +72,9 @@ func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 // names): the lab is built from the edited inventory, InventoryPath.
 func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) string, onFail func()) *Lab {
 	t.Helper()
-	release, err := lab.LockMachine()
-	if err != nil {
+	if err := lab.HoldMachine(t); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(release)
 	dir, err := os.MkdirTemp("/srv", "homelab-"+name+"-test-")
 	if err != nil {
 		t.Fatal(err)
