@@ -778,7 +778,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 				"forget a node it cannot reach (%v): its disk would keep %s, and the cluster no longer tracks it. Power it on so it can be reset, or wipe its disk",
 				err, leftovers(st.ControlPlane)))
 		}
-		return infer.DeleteResponse{}, forgetNode(ctx, st)
+		return infer.DeleteResponse{}, forgetNode(ctx, st, nil)
 	}
 	defer c.Close()
 	out, _, err := query(ctx, c, st.memberCheck())
@@ -792,7 +792,16 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 		}
 		return infer.DeleteResponse{}, refused(node, "resetting the node", "reset a node that runs kubeadm's "+what+": its pods are evicted and "+leftovers(st.ControlPlane)+" are deleted")
 	}
-	if err := forgetNode(ctx, st); err != nil {
+	// The kubelet stops once drained, before its Node goes: a kubelet
+	// still running could register the Node again (the lab's does, and
+	// kubelets since kubernetes#123535 may), and the cluster would keep
+	// a node whose machine is reset right after.
+	stopKubelet := func() {
+		if _, err := c.Run(ctx, "systemctl stop kubelet"); err != nil {
+			p.GetLogger(ctx).Warningf("%s: stopping the kubelet: %v", node, err)
+		}
+	}
+	if err := forgetNode(ctx, st, stopKubelet); err != nil {
 		return infer.DeleteResponse{}, err
 	}
 	_, err = mustFinish(ctx, c, node, "kubeadm reset",
@@ -803,12 +812,16 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 
 // forgetNode removes the node from the cluster's records: drained and its
 // Node deleted where the API answers, and its etcd member removed.
-func forgetNode(ctx context.Context, st KubeadmJoinState) error {
+// drained (may be nil) runs between the drain and the Node's deletion.
+func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error {
 	node := st.Connection.Node
 	if cl, clNode, err := clusterClient(ctx, st.Via, st.Peers); err == nil {
 		name := quote(node)
 		if !st.ControlPlane {
 			_, _ = cl.Run(ctx, kubectl+" drain "+name+" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s")
+		}
+		if drained != nil {
+			drained()
 		}
 		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
 			p.GetLogger(ctx).Warning(err.Error())

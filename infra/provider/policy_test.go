@@ -154,3 +154,34 @@ func TestJoinDeleteNeedsConsent(t *testing.T) {
 		})
 	}
 }
+
+// A consented removal stops the node's kubelet once drained and before its
+// Node is deleted, so no kubelet registers it again; the reset comes last.
+func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
+	t.Setenv(EnvAllowDestroy, "gpu-1")
+	lab := newFakeLab(t)
+	n, cp := lab.node("gpu-1"), lab.node("cp-1")
+	st := KubeadmJoinState{KubeadmJoinArgs: KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1")}, Joined: true}
+	n.on(st.memberCheck(), nodefacts.StateSetUp+"\n", 0)
+	n.on("systemctl stop kubelet", "", 0)
+	n.on("kubeadm reset", "", 0)
+	cp.on("get --raw=/readyz", "ok", 0)
+	cp.on(" drain ", "", 0)
+	cp.on(" delete node ", "", 0)
+	if _, err := (KubeadmJoin{}).Delete(lab.ctx(), infer.DeleteRequest[KubeadmJoinState]{ID: "id", State: st}); err != nil {
+		t.Fatal(err)
+	}
+	at := func(node *fakeNode, s string) int {
+		for _, e := range node.events {
+			if strings.Contains(e.cmd, s) {
+				return e.seq
+			}
+		}
+		t.Fatalf("%s never ran %q", node.name, s)
+		return 0
+	}
+	drain, stop, del, reset := at(cp, " drain "), at(n, "systemctl stop kubelet"), at(cp, " delete node "), at(n, "kubeadm reset")
+	if !(drain < stop && stop < del && del < reset) {
+		t.Errorf("order: drain %d, kubelet stopped %d, Node deleted %d, reset %d", drain, stop, del, reset)
+	}
+}

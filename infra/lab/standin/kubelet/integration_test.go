@@ -421,7 +421,9 @@ func (e *env) waitLeaseRenewed(name string, owner types.UID) *coordinationv1.Lea
 // owned by the node and carrying the manifest's hash.
 func (e *env) waitMirrorPods(node, stateDir string, nodeUID types.UID) map[string]*corev1.Pod {
 	out := map[string]*corev1.Pod{}
-	waitFor(e.t, "mirror pods of "+node, 30*time.Second, func() error {
+	// A bound, not a speed goal: in a loaded go test ./... (a lab test
+	// beside it on two cores) 30 s was once too short.
+	waitFor(e.t, "mirror pods of "+node, 90*time.Second, func() error {
 		recs, err := staticpod.LoadRecords(stateDir)
 		if err != nil || len(recs) == 0 {
 			return fmt.Errorf("records: %v", err)
