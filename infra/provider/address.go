@@ -370,7 +370,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		if pod == "kube-apiserver" && dr.address {
 			continue
 		}
-		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", "kubeadm init phase control-plane "+nodefacts.ComponentPhase[pod]+cfg); err != nil {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", regeneratePod(pod, in.configPath())); err != nil {
 			return st, err
 		}
 	}

@@ -173,26 +173,45 @@ func renewKubeconfigs(config string, names []string) string {
 	return script
 }
 
-// restartPods makes the kubelet restart each static pod and waits for a
-// new process of it. Matched on the command line: a process name is cut
-// to 15 characters, so `pkill -x kube-controller-manager` matches nothing.
-func restartPods(pods []string) string {
-	script := `set -e
-restart() {
-  old=$(pgrep -f "$1" | tr '\n' ' ')
-  pkill -f "$1" || true
+// awaitNewProcess is a shell function: await_new PATTERN NAME OLD waits
+// until a process matching PATTERN runs whose PIDs are not OLD (the kubelet
+// started it again), for at most 300 s.
+const awaitNewProcess = `await_new() {
   i=0
   while :; do
     new=$(pgrep -f "$1" | tr '\n' ' ')
-    if [ -n "$new" ] && [ "$new" != "$old" ]; then return 0; fi
+    if [ -n "$new" ] && [ "$new" != "$3" ]; then return 0; fi
     i=$((i+1))
     if [ "$i" -ge 300 ]; then echo "$2 did not come back within 300 s of its restart" >&2; return 1; fi
     sleep 1
   done
 }
 `
+
+// restartPods makes the kubelet restart each static pod and waits for a
+// new process of it. Matched on the command line: a process name is cut
+// to 15 characters, so `pkill -x kube-controller-manager` matches nothing.
+func restartPods(pods []string) string {
+	script := "set -e\n" + awaitNewProcess + `restart() {
+  old=$(pgrep -f "$1" | tr '\n' ' ')
+  pkill -f "$1" || true
+  await_new "$1" "$2" "$old"
+}
+`
 	for _, pod := range pods {
 		script += "restart " + quote(nodefacts.ProcessPattern(pod)) + " " + pod + "\n"
 	}
 	return script
+}
+
+// regeneratePod writes a static pod's manifest again with kubeadm and
+// waits until the kubelet runs the new one: a new manifest is no restart
+// yet, and the next node's must not begin while this one's is pending, or
+// every apiserver restarts at once.
+func regeneratePod(pod, config string) string {
+	pattern := quote(nodefacts.ProcessPattern(pod))
+	return "set -e\n" + awaitNewProcess +
+		"old=$(pgrep -f " + pattern + " | tr '\\n' ' ')\n" +
+		"kubeadm init phase control-plane " + nodefacts.ComponentPhase[pod] + " --config " + quote(config) + "\n" +
+		"await_new " + pattern + " " + pod + " \"$old\"\n"
 }

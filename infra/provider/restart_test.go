@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // restartPods, run by sh against a component a supervisor loop restarts
@@ -56,5 +58,34 @@ func TestRestartPodsScript(t *testing.T) {
 	}
 	if second := readPID(); second == first {
 		t.Errorf("the component still runs as %s", first)
+	}
+}
+
+// regeneratePod's script, run by sh with kubeadm and pgrep stood in for:
+// the old process is read before kubeadm writes the manifest, and the
+// script returns only once another process runs.
+func TestRegeneratePodWaitsForTheNewProcess(t *testing.T) {
+	bin := t.TempDir()
+	state := filepath.Join(bin, "restarted")
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The kubelet restarts the pod a few polls after its manifest changed.
+	write("kubeadm", `echo "$@" > `+bin+`/kubeadm.args; echo 0 > `+state+"\n")
+	write("pgrep", `if [ -f `+state+` ]; then n=$(cat `+state+`); echo $((n+1)) > `+state+`; [ "$n" -ge 2 ] && { echo 200; exit 0; }; fi; echo 100`+"\n")
+	cmd := exec.Command("sh", "-c", regeneratePod(nodefacts.KubeAPIServer, "/etc/kubernetes/kubeadm/init.yaml"))
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if args, _ := os.ReadFile(filepath.Join(bin, "kubeadm.args")); !strings.Contains(string(args), "init phase control-plane apiserver --config /etc/kubernetes/kubeadm/init.yaml") {
+		t.Errorf("kubeadm ran with %q", args)
+	}
+	if n, _ := os.ReadFile(state); strings.TrimSpace(string(n)) != "3" || time.Since(start) < 2*time.Second {
+		t.Errorf("returned after polls %s, %s: want 3 polls, the new process running", n, time.Since(start))
 	}
 }
