@@ -793,9 +793,9 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 		return infer.DeleteResponse{}, refused(node, "resetting the node", "reset a node that runs kubeadm's "+what+": its pods are evicted and "+leftovers(st.ControlPlane)+" are deleted")
 	}
 	// The kubelet stops once drained, before its Node goes: a kubelet
-	// still running could register the Node again (the lab's does, and
-	// kubelets since kubernetes#123535 may), and the cluster would keep
-	// a node whose machine is reset right after.
+	// still running could register the Node again (the lab's does; a real
+	// one's behaviour has changed across versions, kubernetes#71398), and
+	// the cluster would keep a node whose machine is reset right after.
 	stopKubelet := func() {
 		if _, err := c.Run(ctx, "systemctl stop kubelet"); err != nil {
 			p.GetLogger(ctx).Warningf("%s: stopping the kubelet: %v", node, err)
