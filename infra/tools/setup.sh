@@ -2,7 +2,11 @@
 # Installs what the tests and the emulated homelab need on a fresh Debian
 # machine (root): the Debian packages of packages.txt, then kubeadm, the
 # control-plane binaries, etcd, the Pulumi CLI and its Go language host
-# built from their Go modules into a cache outside the repository.
+# built from their Go modules into a cache outside the repository. Two
+# Kubernetes versions, each with the etcd its kubeadm deploys: the one the
+# project runs (tools.go's KubernetesVersion, EtcdVersion) and the one
+# `kubeadm upgrade` is tested against (UpgradeKubernetesVersion,
+# UpgradeEtcdVersion).
 # Safe to re-run: installed packages and cached binaries are reused.
 # HOMELAB_REQUIRE_TOOLS=1 (CI) turns every missing piece into a failure.
 set -euo pipefail
@@ -41,6 +45,8 @@ fi
 
 bash "$here/build-etcd.sh" >/dev/null
 bash "$here/build-kube.sh" >/dev/null
+ETCD_VERSION=v3.6.6 bash "$here/build-etcd.sh" >/dev/null
+KUBE_VERSION=v1.35.4 bash "$here/build-kube.sh" >/dev/null
 pulumi_dir=$(bash "$here/build-pulumi.sh")
 bash "$here/build-language-go.sh" "$pulumi_dir" >/dev/null
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools; for the Pulumi CLI: export PATH=$pulumi_dir:\$PATH)" >&2

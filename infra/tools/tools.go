@@ -12,12 +12,34 @@ import (
 	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
-// Versions the project builds and tests with.
+// Versions the project builds and tests with. EtcdVersion is the etcd
+// kubeadm KubernetesVersion deploys (its `kubeadm config images list`
+// names etcd:3.6.5-0).
 const (
 	KubernetesVersion = "v1.34.4"
 	EtcdVersion       = "v3.6.5"
 	PulumiVersion     = "v3.274.1"
 )
+
+// The second version, the one `kubeadm upgrade` is tested against, and the
+// etcd its kubeadm deploys (etcd:3.6.6-0 in kubeadm v1.35.4's image list).
+// setup.sh builds both, cached by version like the first.
+const (
+	UpgradeKubernetesVersion = "v1.35.4"
+	UpgradeEtcdVersion       = "v3.6.6"
+)
+
+// KubernetesDir and EtcdDir are the cache directories of one version's
+// binaries (what build-kube.sh and build-etcd.sh fill for KUBE_VERSION and
+// ETCD_VERSION).
+func KubernetesDir(version string) string {
+	return filepath.Join(CacheDir(), "tools", "kubernetes-"+version)
+}
+
+// EtcdDir: see KubernetesDir.
+func EtcdDir(version string) string {
+	return filepath.Join(CacheDir(), "tools", "etcd-"+version)
+}
 
 // CacheDir is where the build scripts put their binaries.
 func CacheDir() string {
@@ -35,12 +57,12 @@ func CacheDir() string {
 func Dir(name string) string {
 	switch name {
 	case "etcd", "etcdctl":
-		return filepath.Join(CacheDir(), "tools", "etcd-"+EtcdVersion)
+		return EtcdDir(EtcdVersion)
 	case "pulumi", "pulumi-language-go":
 		// The CLI finds its language hosts beside itself.
 		return filepath.Join(CacheDir(), "tools", "pulumi-"+PulumiVersion)
 	}
-	return filepath.Join(CacheDir(), "tools", "kubernetes-"+KubernetesVersion)
+	return KubernetesDir(KubernetesVersion)
 }
 
 // Path returns the cached binary, or an error naming the script that builds it.

@@ -1,0 +1,78 @@
+package tools
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
+)
+
+func script(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "infra", "tools", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The scripts' defaults are the versions the Go side looks for, and
+// setup.sh builds the upgrade's second version as well.
+func TestScriptsBuildTheDeclaredVersions(t *testing.T) {
+	for name, want := range map[string]string{
+		"build-kube.sh": "version=${KUBE_VERSION:-" + KubernetesVersion + "}",
+		"build-etcd.sh": "version=${ETCD_VERSION:-" + EtcdVersion + "}",
+	} {
+		if !strings.Contains(script(t, name), want) {
+			t.Errorf("%s: no %q", name, want)
+		}
+	}
+	setup := script(t, "setup.sh")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^bash "\$here/build-etcd.sh"`),
+		regexp.MustCompile(`(?m)^bash "\$here/build-kube.sh"`),
+		regexp.MustCompile(`(?m)^ETCD_VERSION=` + regexp.QuoteMeta(UpgradeEtcdVersion) + ` bash "\$here/build-etcd.sh"`),
+		regexp.MustCompile(`(?m)^KUBE_VERSION=` + regexp.QuoteMeta(UpgradeKubernetesVersion) + ` bash "\$here/build-kube.sh"`),
+	} {
+		if !want.MatchString(setup) {
+			t.Errorf("setup.sh: no line matching %s", want)
+		}
+	}
+}
+
+func TestDirs(t *testing.T) {
+	t.Setenv(envvars.Cache, "/c")
+	if got := KubernetesDir(UpgradeKubernetesVersion); got != "/c/tools/kubernetes-"+UpgradeKubernetesVersion {
+		t.Errorf("KubernetesDir %s", got)
+	}
+	if got := EtcdDir(UpgradeEtcdVersion); got != "/c/tools/etcd-"+UpgradeEtcdVersion {
+		t.Errorf("EtcdDir %s", got)
+	}
+	if Dir("etcd") != EtcdDir(EtcdVersion) || Dir("kubeadm") != KubernetesDir(KubernetesVersion) {
+		t.Errorf("Dir: %s %s", Dir("etcd"), Dir("kubeadm"))
+	}
+}
+
+// Each Kubernetes version's kubeadm deploys the etcd paired with it here
+// (checked with the cached kubeadm, when it is built).
+func TestEtcdIsWhatKubeadmDeploys(t *testing.T) {
+	for kube, etcd := range map[string]string{KubernetesVersion: EtcdVersion, UpgradeKubernetesVersion: UpgradeEtcdVersion} {
+		kubeadm := filepath.Join(KubernetesDir(kube), "kubeadm")
+		if _, err := os.Stat(kubeadm); err != nil {
+			t.Logf("kubeadm %s is not built: not checked", kube)
+			continue
+		}
+		out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", kube).Output()
+		if err != nil {
+			t.Fatalf("kubeadm %s config images list: %v", kube, err)
+		}
+		want := "registry.k8s.io/etcd:" + strings.TrimPrefix(etcd, "v") + "-0"
+		if !strings.Contains(" "+strings.Join(strings.Fields(string(out)), " ")+" ", " "+want+" ") {
+			t.Errorf("kubeadm %s lists %q, not %s", kube, out, want)
+		}
+	}
+}
