@@ -73,6 +73,10 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.Packages.Repository, DefaultPackagesRepository)
 	setString(&c.Certificates.ValidityPeriod, DefaultCertificateValidity)
 	setString(&c.Certificates.RenewBefore, DefaultRenewBefore)
+	if c.Upgrade.MaxUnavailable == 0 {
+		c.Upgrade.MaxUnavailable = DefaultUpgradeMaxUnavailable
+	}
+	setString(&c.Upgrade.DrainTimeout, DefaultDrainTimeout)
 	if sn := c.Etcd.Snapshots; sn != nil {
 		setString(&sn.Schedule, DefaultSnapshotSchedule)
 		if sn.Keep == 0 {

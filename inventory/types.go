@@ -64,6 +64,12 @@ type Cluster struct {
 	ExtraSANs    []string     `json:"extraSANs,omitempty" yaml:"extraSANs"`
 	// CRISocket is where kubeadm and the kubelet find the container runtime.
 	CRISocket string `json:"criSocket,omitempty" yaml:"criSocket"`
+	// Upgrade: how up rolls the cluster to a new kubernetesVersion.
+	Upgrade Upgrade `json:"upgrade" yaml:"upgrade"`
+	// AllowCgroupV1 keeps the kubelet running on cgroup v1 hosts from
+	// v1.35 on (its failCgroupV1: false), and skips kubeadm's
+	// SystemVerification there, as both ask of a user who must.
+	AllowCgroupV1 bool `json:"allowCgroupV1,omitempty" yaml:"allowCgroupV1"`
 }
 
 type Endpoint struct {

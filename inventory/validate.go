@@ -102,6 +102,7 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 	checkPackages(ps, inv)
 	checkSnapshots(ps, inv)
 	checkCertificates(ps, inv)
+	checkUpgrade(ps, inv)
 	if c.KubeProxy.Replacement == ReplacementCilium && c.Endpoint.Layout == LayoutSingleIP {
 		ps.warnf("cluster.kubeProxy.replacement", "cilium in the single-ip layout: without kube-proxy Cilium reaches the API only at %s's address, so the whole pod network depends on that node", c.Endpoint.Node)
 	}

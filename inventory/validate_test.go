@@ -107,6 +107,12 @@ func TestBadInventories(t *testing.T) {
 		{name: "snapshot unknown field", mutate: func(m map[string]any) {
 			at(m, "cluster")["etcd"] = map[string]any{"snapshots": map[string]any{"interval": "6h"}}
 		}, want: []string{"cluster.etcd.snapshots.interval"}},
+		{name: "upgrade batch and drain timeout", mutate: func(m map[string]any) {
+			at(m, "cluster")["upgrade"] = map[string]any{"maxUnavailable": -1, "drainTimeout": "soon"}
+		}, want: []string{"cluster.upgrade.drainTimeout", "cluster.upgrade.maxUnavailable"}},
+		{name: "upgrade drain timeout too short", mutate: func(m map[string]any) {
+			at(m, "cluster")["upgrade"] = map[string]any{"drainTimeout": "2s"}
+		}, want: []string{"cluster.upgrade.drainTimeout"}},
 		{name: "certificate validity garbage", mutate: func(m map[string]any) {
 			at(m, "cluster")["certificates"] = map[string]any{"validityPeriod": "1y"}
 		}, want: []string{"cluster.certificates.validityPeriod"}},

@@ -92,6 +92,11 @@ func FromStackConfig(ctx *pulumi.Context) (Config, error) {
 // host keys are read from known_hosts now, at each run: the user may have
 // accepted a new one since the inventory was loaded.
 func NewConfig(inv *inventory.Inventory, bundle *pki.Bundle, privateKey, knownHosts string, ignorePreflight []string) (Config, error) {
+	if inv.Cluster.AllowCgroupV1 && !slices.Contains(ignorePreflight, "SystemVerification") {
+		// kubeadm from v1.35 fails it on cgroup v1 and asks for it to be
+		// skipped explicitly, besides the kubelet's failCgroupV1: false.
+		ignorePreflight = append(slices.Clone(ignorePreflight), "SystemVerification")
+	}
 	cfg := Config{Inventory: inv, Bundle: bundle, PrivateKey: privateKey, KnownHosts: knownHosts, HostKeys: map[string]string{}, IgnorePreflight: ignorePreflight}
 	if p := inv.Cluster.Packages; p.Manage && p.Keyring != "" {
 		key, err := p.ReadKeyring()

@@ -140,13 +140,17 @@ func KubeProxy(inv *inventory.Inventory) KubeProxyConfiguration {
 }
 
 func kubelet(inv *inventory.Inventory) KubeletConfiguration {
-	return KubeletConfiguration{
+	k := KubeletConfiguration{
 		TypeMeta:           TypeMeta{kubeletAPIVersion, "KubeletConfiguration"},
 		CgroupDriver:       "systemd",
 		ClusterDomain:      inv.Cluster.Network.DNSDomain,
 		ClusterDNS:         []string{clusterDNS(inv.Cluster.Network.ServiceCIDR)},
 		RotateCertificates: true,
 	}
+	if inv.Cluster.AllowCgroupV1 {
+		k.FailCgroupV1 = new(bool)
+	}
+	return k
 }
 
 // clusterDNS is the tenth service address, where kubeadm puts CoreDNS.

@@ -148,6 +148,9 @@ type KubeletConfiguration struct {
 	ClusterDNS         []string `json:"clusterDNS"`
 	RotateCertificates bool     `json:"rotateCertificates"`
 	ServerTLSBootstrap bool     `json:"serverTLSBootstrap"`
+	// FailCgroupV1 false lets the kubelet run on a cgroup v1 host (from
+	// v1.35 it refuses to by default); nil leaves the kubelet's default.
+	FailCgroupV1 *bool `json:"failCgroupV1,omitempty"`
 }
 
 type KubeProxyConfiguration struct {

@@ -1,0 +1,100 @@
+package nodefacts
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// VersionedComponents are the static pods whose image tags say which
+// Kubernetes version a node's control plane runs (etcd's tag is etcd's own).
+var VersionedComponents = []string{KubeAPIServer, KubeControllerManager, KubeScheduler}
+
+// VersionsScript is read-only. It prints what a node runs, for
+// ParseVersions: "image=COMPONENT REF" for each control-plane manifest,
+// "kubelet=OUTPUT" (kubelet --version), "joined=yes" when the node holds
+// a kubelet.conf (it is a member of a cluster).
+var VersionsScript = func() string {
+	var b strings.Builder
+	for _, c := range VersionedComponents {
+		b.WriteString(`[ -f ` + Manifest(c) + ` ] && echo "image=` + c + ` $(awk '$1=="image:"{print $2; exit}' ` + Manifest(c) + `)"` + "\n")
+	}
+	b.WriteString(`command -v kubelet >/dev/null && echo "kubelet=$(kubelet --version 2>/dev/null)"` + "\n")
+	b.WriteString(`[ -f ` + KubeletConf + ` ] && echo joined=yes` + "\n")
+	b.WriteString("true")
+	return b.String()
+}()
+
+// Versions is what VersionsScript found on a node.
+type Versions struct {
+	// Components are the control-plane manifests' image tags, by
+	// component ("v1.34.4").
+	Components map[string]string
+	// Kubelet is the kubelet's version, "" when none is installed.
+	Kubelet string
+	Joined  bool
+}
+
+// ControlPlane is the oldest of the control-plane components' versions
+// (an upgrade cut off between two manifests is not done), "" when the
+// node has none of them or a tag is no version.
+func (v Versions) ControlPlane() string {
+	var oldest *version.Version
+	for _, c := range VersionedComponents {
+		tag, ok := v.Components[c]
+		if !ok {
+			continue
+		}
+		sv, err := version.ParseSemantic(tag)
+		if err != nil {
+			return ""
+		}
+		if oldest == nil || sv.LessThan(oldest) {
+			oldest = sv
+		}
+	}
+	if oldest == nil {
+		return ""
+	}
+	return "v" + oldest.String()
+}
+
+// ParseVersions reads VersionsScript's output.
+func ParseVersions(out string) Versions {
+	v := Versions{Components: map[string]string{}}
+	for _, line := range strings.Split(out, "\n") {
+		k, val, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "image":
+			c, ref, _ := strings.Cut(val, " ")
+			if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+				v.Components[c] = ref[i+1:]
+			}
+		case "kubelet":
+			// "Kubernetes v1.34.4"
+			f := strings.Fields(val)
+			if len(f) > 0 {
+				v.Kubelet = f[len(f)-1]
+			}
+		case "joined":
+			v.Joined = val == "yes"
+		}
+	}
+	return v
+}
+
+// ClusterConfigVersion is the kubernetesVersion of kubeadm-config's
+// ClusterConfiguration (what `kubectl -n kube-system get configmap
+// kubeadm-config -o jsonpath={.data.ClusterConfiguration}` prints): the
+// version the last `kubeadm upgrade apply` or init uploaded.
+func ClusterConfigVersion(clusterConfiguration string) string {
+	for _, line := range strings.Split(clusterConfiguration, "\n") {
+		if v, ok := strings.CutPrefix(line, "kubernetesVersion:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,68 @@
+package nodefacts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name, out    string
+		controlPlane string
+		kubelet      string
+		joined       bool
+	}{
+		{name: "a control-plane node", out: "image=kube-apiserver registry.k8s.io/kube-apiserver:v1.34.4\nimage=kube-controller-manager registry.k8s.io/kube-controller-manager:v1.34.4\nimage=kube-scheduler registry.k8s.io/kube-scheduler:v1.34.4\nkubelet=Kubernetes v1.34.4\njoined=yes\n",
+			controlPlane: "v1.34.4", kubelet: "v1.34.4", joined: true},
+		{name: "an apply cut off after the apiserver", out: "image=kube-apiserver registry.k8s.io/kube-apiserver:v1.35.4\nimage=kube-controller-manager registry.k8s.io/kube-controller-manager:v1.34.4\nimage=kube-scheduler my.registry:5000/kube-scheduler:v1.34.4\nkubelet=Kubernetes v1.34.4\njoined=yes",
+			controlPlane: "v1.34.4", kubelet: "v1.34.4", joined: true},
+		{name: "a worker", out: "kubelet=Kubernetes v1.35.4\njoined=yes", kubelet: "v1.35.4", joined: true},
+		{name: "a fresh machine", out: "Welcome to Ubuntu\n"},
+		{name: "a tag that is no version", out: "image=kube-apiserver registry.k8s.io/kube-apiserver:latest\nkubelet=Kubernetes v1.34.4", kubelet: "v1.34.4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := ParseVersions(tc.out)
+			if got := v.ControlPlane(); got != tc.controlPlane {
+				t.Errorf("control plane %q, want %q", got, tc.controlPlane)
+			}
+			if v.Kubelet != tc.kubelet || v.Joined != tc.joined {
+				t.Errorf("kubelet %q joined %v, want %q %v", v.Kubelet, v.Joined, tc.kubelet, tc.joined)
+			}
+		})
+	}
+}
+
+// TestVersionsScriptReadsManifests runs the script under sh against a
+// manifest kubeadm's shape, the paths rewritten into a temporary root.
+func TestVersionsScriptReadsManifests(t *testing.T) {
+	root := t.TempDir()
+	manifest := "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - command:\n    - kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.35.4\n    imagePullPolicy: IfNotPresent\n"
+	if err := os.MkdirAll(filepath.Join(root, ManifestsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, Manifest(KubeAPIServer)), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(VersionsScript, KubernetesDir, filepath.Join(root, KubernetesDir))
+	out, err := exec.Command("sh", "-c", script).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ParseVersions(string(out))
+	if v.Components[KubeAPIServer] != "v1.35.4" || v.Joined {
+		t.Errorf("read %+v from:\n%s", v, out)
+	}
+}
+
+func TestClusterConfigVersion(t *testing.T) {
+	cc := "apiServer: {}\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.35.4\nnetworking:\n  podSubnet: 10.244.0.0/16\n"
+	if got := ClusterConfigVersion(cc); got != "v1.35.4" {
+		t.Errorf("got %q", got)
+	}
+	if got := ClusterConfigVersion("kind: ClusterConfiguration\n"); got != "" {
+		t.Errorf("got %q from a config without a version", got)
+	}
+}
