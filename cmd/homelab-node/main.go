@@ -1,12 +1,13 @@
 // Command homelab-node is every program an emulated node runs in place of
 // the real thing, chosen by the name it is called by (install it as
 // /usr/bin/kubelet, /usr/bin/containerd, /usr/bin/systemctl) or by its first
-// argument:
+// argument (the lab's image tree holds it as the pause image's pause):
 //
 //	homelab-node init [--root DIR] [--socket PATH] [--stop-timeout D] [--no-boot]
 //	homelab-node systemctl ARGS...
 //	homelab-node kubelet ARGS...
 //	homelab-node containerd ARGS...
+//	homelab-node pause [-v]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/standin/cri"
 	"github.com/homelab-dev/homelab/infra/lab/standin/initd"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet"
+	"github.com/homelab-dev/homelab/infra/lab/standin/pause"
 	"github.com/homelab-dev/homelab/infra/lab/standin/systemctl"
 )
 
@@ -25,6 +27,7 @@ var commands = map[string]func(args []string) int{
 	"systemctl":  systemctl.Main,
 	"kubelet":    kubelet.Main,
 	"containerd": cri.Main,
+	"pause":      pause.Main,
 }
 
 // dispatch picks the command from argv[0]'s base name, else from argv[1].
@@ -44,7 +47,7 @@ func dispatch(argv []string) (string, []string) {
 func main() {
 	name, args := dispatch(os.Args)
 	if name == "" {
-		fmt.Fprintln(os.Stderr, "usage: homelab-node init|systemctl|kubelet|containerd [ARGS...]\n"+
+		fmt.Fprintln(os.Stderr, "usage: homelab-node init|systemctl|kubelet|containerd|pause [ARGS...]\n"+
 			"(or call it through a link named after the command)")
 		os.Exit(2)
 	}

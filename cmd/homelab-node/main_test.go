@@ -15,6 +15,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"kubelet", "--version"}, "kubelet", []string{"--version"}},
 		{[]string{"/usr/local/bin/homelab-node", "init", "--root", "/x"}, "init", []string{"--root", "/x"}},
 		{[]string{"homelab-node", "containerd"}, "containerd", []string{}},
+		// The pause image's binary in the lab's image tree.
+		{[]string{"/usr/lib/homelab/images/registry.k8s.io/pause/3.10.1/pause", "-v"}, "pause", []string{"-v"}},
+		{[]string{"pause"}, "pause", []string{}},
 		// argv[0] wins: systemctl is not asked to run "kubelet" as a command.
 		{[]string{"/usr/bin/systemctl", "kubelet"}, "systemctl", []string{"kubelet"}},
 		{[]string{"homelab-node", "bogus"}, "", nil},
