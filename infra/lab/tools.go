@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -37,7 +38,8 @@ const (
 var (
 	kubeBins = []string{"kubeadm", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
 	etcdBins = []string{"etcd", "etcdctl"}
-	// etcdVersion is what kubeadm 1.34 deploys (build-etcd.sh's default).
+	// etcdVersion is what kubeadm 1.34 deploys (build-etcd.sh's default);
+	// other etcd images are filled from the tools cache (imageBinaries).
 	etcdVersion = tools.EtcdVersion
 	// standIns are the names the homelab-node multi-call binary answers to.
 	standIns = []string{"kubelet", "systemctl", "containerd"}
@@ -274,7 +276,7 @@ func (l *Lab) buildTools(kubeVersion string, packaged bool) (string, error) {
 			return "", err
 		}
 	}
-	if err := l.buildImages(filepath.Join(tmp, filepath.FromSlash(images.Root)), kubeVersion, kube, etcd); err != nil {
+	if err := l.buildImages(filepath.Join(tmp, filepath.FromSlash(images.Root)), kubeVersion, kube, etcd, node); err != nil {
 		return "", err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -290,22 +292,24 @@ var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "
 // buildImages lays out the lab's image tree (infra/lab/standin/images):
 // every image kubeadm lists for each Kubernetes version the lab has (the
 // declared one from kube, the others from the tools cache), the
-// control-plane ones with their binaries, etcd's with the lab's etcd where
-// its version is the one kubeadm asks for, the rest (pause, coredns,
-// kube-proxy: nothing here runs them) empty. An image kubeadm lists for a
-// version whose etcd the lab lacks is left out, so its static pod fails to
+// control-plane ones with their binaries, each etcd tag with the etcd of
+// its version (the lab's, etcd, or the tools cache's), pause with the
+// stand-in node (the homelab-node binary, which runs as pause by that
+// name), the rest (coredns, kube-proxy: nothing here runs them) empty. An
+// etcd tag whose etcd is not cached is left out, so its static pod fails to
 // start, as a pull of an image the registry lacks does.
-func (l *Lab) buildImages(root, kubeVersion, kube, etcd string) error {
+func (l *Lab) buildImages(root, kubeVersion, kube, etcd, node string) error {
 	dirs := map[string]string{kubeVersion: kube}
 	if cached, err := cachedKubeVersions(); err == nil {
 		for _, v := range cached {
 			if _, ok := dirs[v]; !ok {
-				dirs[v] = filepath.Join(toolCache(), "kubernetes-"+v)
+				dirs[v] = tools.KubernetesDir(v)
 			}
 		}
 	}
-	etcdTag := strings.TrimPrefix(etcdVersion, "v") + "-0"
-	for v, d := range dirs {
+	done := map[string]bool{}
+	for _, v := range slices.Sorted(maps.Keys(dirs)) {
+		d := dirs[v]
 		if checkBins(d, append([]string{"kubeadm"}, controlPlaneImages...)) != nil {
 			continue
 		}
@@ -314,28 +318,65 @@ func (l *Lab) buildImages(root, kubeVersion, kube, etcd string) error {
 			return fmt.Errorf("kubeadm %s config images list: %w", v, err)
 		}
 		for _, ref := range strings.Fields(string(out)) {
-			repo, tag, err := images.Ref(ref)
+			if done[ref] {
+				continue // listed by another version too
+			}
+			bins, err := imageBinaries(ref, d, etcd, node)
+			var missing errNoEtcd
+			if errors.As(err, &missing) {
+				l.logf("lab: no %s image (%v): a v%s control plane's etcd will not start", ref, err, strings.TrimPrefix(v, "v"))
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("kubeadm %s lists %w", v, err)
-			}
-			name := path.Base(repo)
-			bins := map[string]string{}
-			switch {
-			case slices.Contains(controlPlaneImages, name):
-				bins[name] = filepath.Join(d, name)
-			case name == "etcd" && tag != etcdTag:
-				l.logf("lab: no %s image (the lab's etcd is %s): a v%s control plane's etcd will not start", ref, etcdVersion, strings.TrimPrefix(v, "v"))
-				continue
-			case name == "etcd":
-				bins["etcd"] = filepath.Join(etcd, "etcd")
-				bins["etcdctl"] = filepath.Join(etcd, "etcdctl")
 			}
 			if err := images.Add(root, ref, bins, linkOrCopy); err != nil {
 				return err
 			}
+			done[ref] = true
 		}
 	}
 	return nil
+}
+
+// errNoEtcd: the etcd an image tag names is not cached.
+type errNoEtcd struct{ version string }
+
+func (e errNoEtcd) Error() string {
+	return fmt.Sprintf("etcd %s is not cached: ETCD_VERSION=%s infra/tools/build-etcd.sh builds it", e.version, e.version)
+}
+
+// imageBinaries is what the image ref of kubeadm's list holds: kube is the
+// directory of that Kubernetes version's binaries, etcd the lab's etcd
+// (etcdVersion's), node the homelab-node binary.
+func imageBinaries(ref, kube, etcd, node string) (map[string]string, error) {
+	repo, tag, err := images.Ref(ref)
+	if err != nil {
+		return nil, err
+	}
+	name := path.Base(repo)
+	bins := map[string]string{}
+	switch {
+	case slices.Contains(controlPlaneImages, name):
+		bins[name] = filepath.Join(kube, name)
+	case name == "etcd":
+		// etcd:3.6.6-0 is etcd v3.6.6 (the suffix is the image's revision).
+		v, _, _ := strings.Cut(tag, "-")
+		v = "v" + v
+		dir := etcd
+		if v != etcdVersion {
+			dir = tools.EtcdDir(v)
+		}
+		if checkBins(dir, etcdBins) != nil {
+			return nil, errNoEtcd{v}
+		}
+		for _, b := range etcdBins {
+			bins[b] = filepath.Join(dir, b)
+		}
+	case name == "pause":
+		bins["pause"] = node
+	}
+	return bins, nil
 }
 
 // linkOrCopy hard-links (instant, no space) or copies across filesystems.
@@ -344,6 +385,12 @@ func linkOrCopy(src, dst string) error {
 		return nil
 	} else if !errors.Is(err, os.ErrExist) && !isCrossDevice(err) {
 		return err
+	}
+	// dst may be a link to src already: truncating it would empty src.
+	if a, err := os.Stat(src); err == nil {
+		if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+			return nil
+		}
 	}
 	in, err := os.Open(src)
 	if err != nil {
