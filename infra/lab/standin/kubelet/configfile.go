@@ -25,6 +25,8 @@ type kubeletConfiguration struct {
 	NodeLeaseDurationSeconds  int32           `json:"nodeLeaseDurationSeconds"`
 	MaxPods                   int32           `json:"maxPods"`
 	RegisterWithTaints        []corev1.Taint  `json:"registerWithTaints"`
+	// FailCgroupV1 unset is the version's default (checkCgroupV1).
+	FailCgroupV1 *bool `json:"failCgroupV1"`
 }
 
 func loadConfigFile(path string) (kubeletConfiguration, error) {

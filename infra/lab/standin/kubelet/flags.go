@@ -22,6 +22,8 @@ type flags struct {
 	certDir             string
 	podManifestPath     string
 	registerWithTaints  string
+	// failCgroupV1 is --fail-cgroupv1 ("" when not given).
+	failCgroupV1 string
 	// stateDir and logDir are the stand-in's own, for tests.
 	stateDir string
 	logDir   string
@@ -85,6 +87,14 @@ func parseFlags(args []string) (flags, error) {
 			f.version = "true"
 			if hasVal {
 				f.version = val
+			}
+		case name == "fail-cgroupv1":
+			f.failCgroupV1 = "true"
+			if hasVal {
+				if _, err := strconv.ParseBool(val); err != nil {
+					return f, fmt.Errorf("invalid argument %q for %q flag: %v", val, a, err)
+				}
+				f.failCgroupV1 = val
 			}
 		case name == "help" || name == "h":
 			f.help = !hasVal || val == "true"

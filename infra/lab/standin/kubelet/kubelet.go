@@ -97,6 +97,11 @@ type Config struct {
 	// Images is where static pods' binaries come from (nil: their PATH,
 	// for tests); on a node, the lab's image tree.
 	Images *images.Store
+	// FailCgroupV1 is the configuration's failCgroupV1 (nil: unset, the
+	// version's default); cgroupV1 is the host's hierarchy, which Main
+	// checks it against.
+	FailCgroupV1 *bool
+	cgroupV1     bool
 
 	Logf func(format string, args ...any)
 }
@@ -125,6 +130,16 @@ func Main(args []string) int {
 		return 1
 	}
 	cfg.defaults()
+	if cfg.cgroupV1 {
+		// The kubelet validates its configuration before anything else
+		// and ends with the error: on cgroup v1 from v1.35 on unless
+		// failCgroupV1 is false (systemd restarts it, to fail again).
+		if err := checkCgroupV1(Version, cfg.FailCgroupV1, true); err != nil {
+			fmt.Fprintf(os.Stderr, "kubelet: \"command failed\" err=\"failed to validate kubelet configuration, error: %v, path: %s\"\n", err, f.config)
+			return 1
+		}
+		cfg.Logf("warning: %s", cgroupV1Warning)
+	}
 	if len(f.ignored) > 0 {
 		cfg.Logf("ignoring %s", strings.Join(f.ignored, " "))
 	}
@@ -191,7 +206,14 @@ func configFromFlags(f flags) (Config, error) {
 		c.LeaseDuration = time.Duration(kc.NodeLeaseDurationSeconds) * time.Second
 		c.MaxPods = int(kc.MaxPods)
 		c.RegisterWithTaints = kc.RegisterWithTaints
+		c.FailCgroupV1 = kc.FailCgroupV1
 	}
+	if f.failCgroupV1 != "" {
+		// The flag wins over the file, as the kubelet's flags do.
+		v, _ := strconv.ParseBool(f.failCgroupV1)
+		c.FailCgroupV1 = &v
+	}
+	c.cgroupV1 = hostCgroupV1()
 	if f.registerWithTaints != "" {
 		t, err := parseTaints(f.registerWithTaints)
 		if err != nil {
