@@ -417,6 +417,9 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 			StateDir:     c.PodStateDir,
 			Root:         c.Root,
 			Interval:     c.PodInterval,
+			Images:       c.Images,
+			Env:          c.Env,
+			LogDir:       c.LogDir,
 			Agents: []pods.Agent{&ciliumagent.Agent{
 				Client:    client,
 				TLS:       &tls.Config{RootCAs: caPool},

@@ -2,11 +2,13 @@
 // binds to its node (DaemonSet and Deployment pods, anything with restart
 // policy Always): it asks the container runtime for each pod's sandbox as
 // the kubelet does, and posts the status the kubelet would, so a pod is
-// Running and Ready only where the real node would run it. No container
-// process is started: a pod's containers count as running once its sandbox
-// exists, its volumes and configuration resolve and (for a few
-// containers the lab emulates, see Agent) their start-up effect on the
-// node happened.
+// Running and Ready only where the real node would run it. For restart
+// policy Always no container process is started: a pod's containers count
+// as running once its sandbox exists, its volumes and configuration
+// resolve and (for a few containers the lab emulates, see Agent) their
+// start-up effect on the node happened. Pods with restart policy Never or
+// OnFailure (Jobs') are run: their containers' binaries from the image
+// tree, to the exit code that makes them Succeeded or Failed (complete.go).
 package pods
 
 import (
@@ -128,9 +130,12 @@ func imageID(image string) string {
 	return image + "@sha256:" + hex.EncodeToString(sum[:])
 }
 
+// backoffUnit is the first crash-loop delay (a variable for tests).
+var backoffUnit = 10 * time.Second
+
 // backoff is the kubelet's crash-loop delay: 10 s doubling up to 5 min.
 func backoff(restarts int) time.Duration {
-	d := 10 * time.Second
+	d := backoffUnit
 	for i := 1; i < restarts && d < 5*time.Minute; i++ {
 		d *= 2
 	}

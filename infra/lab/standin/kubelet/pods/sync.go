@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 )
 
 // DefaultStateDir is where the stand-in remembers which pods' containers
@@ -55,24 +57,21 @@ type Options struct {
 	Root     string
 	Agents   []Agent
 	Interval time.Duration
-	Logf     func(format string, args ...any)
+	// Images is where a run-to-completion pod's container binaries come
+	// from (nil: Env's PATH, for tests); on a node, the lab's image tree.
+	Images *images.Store
+	// Env is the base environment of the containers the stand-in runs.
+	Env []string
+	// LogDir holds their output, as NAMESPACE_NAME_UID/CONTAINER/N.log
+	// (default /var/log/pods).
+	LogDir string
+	Logf   func(format string, args ...any)
 }
 
 // Run syncs the node's pods until ctx ends.
 func Run(ctx context.Context, client kubernetes.Interface, o Options) {
-	if o.Interval <= 0 {
-		o.Interval = 2 * time.Second
-	}
-	if o.StateDir == "" {
-		o.StateDir = DefaultStateDir
-	}
-	if o.Logf == nil {
-		o.Logf = log.Printf
-	}
-	if o.NetworkError == nil {
-		o.NetworkError = func() error { return nil }
-	}
-	s := &syncer{client: client, o: o, posted: map[types.UID]string{}, events: map[string]bool{}}
+	s := newSyncer(client, o)
+	o = s.o
 	var lastErr string
 	for {
 		err := s.sync(ctx)
@@ -88,8 +87,28 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) {
 		case <-ctx.Done():
 			return
 		case <-time.After(o.Interval):
+		case <-s.wake: // a container ended
 		}
 	}
+}
+
+func newSyncer(client kubernetes.Interface, o Options) *syncer {
+	if o.Interval <= 0 {
+		o.Interval = 2 * time.Second
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	if o.NetworkError == nil {
+		o.NetworkError = func() error { return nil }
+	}
+	if o.LogDir == "" {
+		o.LogDir = "/var/log/pods"
+	}
+	return &syncer{client: client, o: o, posted: map[types.UID]string{}, events: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
 type syncer struct {
@@ -100,6 +119,8 @@ type syncer struct {
 	posted  map[types.UID]string
 	events  map[string]bool
 	podCIDR string
+	// wake cuts the wait before the next sync short.
+	wake chan struct{}
 }
 
 // record is what the stand-in keeps of a pod it set up.
@@ -112,6 +133,10 @@ type record struct {
 	Restarts  int       `json:"restarts,omitempty"`
 	LastExit  string    `json:"lastExit,omitempty"`
 	NextTry   time.Time `json:"nextTry,omitzero"`
+	// Run-to-completion pods: the sandbox's address and the runs of
+	// their containers.
+	PodIP      string         `json:"podIP,omitempty"`
+	Containers []containerRun `json:"containers,omitempty"`
 }
 
 func (s *syncer) recordPath(uid types.UID) string {
@@ -185,9 +210,8 @@ func (s *syncer) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	if pod.DeletionTimestamp != nil {
 		return s.kill(ctx, pod)
 	}
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyAlways && pod.Spec.RestartPolicy != "" {
-		// Run-to-completion pods: the stand-in cannot know how they end.
-		return nil
+	if runsToCompletion(pod) {
+		return s.syncRunToCompletion(ctx, pod)
 	}
 	r := s.load(pod)
 	v := View{NodeIP: s.o.NodeIP, Restarts: r.Restarts, LastExit: r.LastExit, Waiting: "ContainerCreating"}
@@ -375,9 +399,9 @@ func (s *syncer) post(ctx context.Context, pod *corev1.Pod, v View) error {
 	}
 	p := pod.DeepCopy()
 	p.Status = Status(pod, v, time.Now())
-	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // the next sync sees the new version
+	if err := s.update(ctx, p); err != nil {
+		if errors.Is(err, errStale) {
+			return nil
 		}
 		return err
 	}
@@ -385,12 +409,29 @@ func (s *syncer) post(ctx context.Context, pod *corev1.Pod, v View) error {
 	return nil
 }
 
+// update writes p's status. A conflict or a pod gone is no error: the
+// next sync sees the new version, and posts again (nothing is noted as
+// posted).
+func (s *syncer) update(ctx context.Context, p *corev1.Pod) error {
+	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return errStale
+		}
+		return err
+	}
+	return nil
+}
+
+var errStale = errors.New("stale")
+
 // kill ends a pod being deleted: its sandbox goes, then (nothing left
 // running) the pod object, as the kubelet finishes a graceful deletion.
 func (s *syncer) kill(ctx context.Context, pod *corev1.Pod) error {
+	s.stopContainers(s.load(pod))
 	if err := s.removeSandboxes(ctx, string(pod.UID)); err != nil {
 		return err
 	}
+	_ = os.RemoveAll(s.runDir(string(pod.UID)))
 	_ = os.Remove(s.recordPath(pod.UID))
 	uid := pod.UID
 	err := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
@@ -439,6 +480,11 @@ func (s *syncer) housekeeping(ctx context.Context, live map[types.UID]bool) erro
 	files, _ := filepath.Glob(filepath.Join(s.o.StateDir, "*.json"))
 	for _, f := range files {
 		if uid := types.UID(strings.TrimSuffix(filepath.Base(f), ".json")); !live[uid] {
+			var r record
+			if data, err := os.ReadFile(f); err == nil && json.Unmarshal(data, &r) == nil {
+				s.stopContainers(r)
+			}
+			_ = os.RemoveAll(s.runDir(string(uid)))
 			_ = os.Remove(f)
 			delete(s.posted, uid)
 		}

@@ -102,3 +102,10 @@ func saveRecord(dir string, r Record) error {
 func recordPath(dir, name string) string {
 	return filepath.Join(dir, name+".json")
 }
+
+// ProcessStartTime is pid's start time in clock ticks after boot (what
+// Record.StartTime holds), to tell it from a later process of that PID.
+func ProcessStartTime(pid int) (uint64, error) {
+	st, err := readProcStat(pid)
+	return st.startTime, err
+}
