@@ -86,6 +86,25 @@ func addRenewFlag(cmd *cobra.Command, nodes *[]string) {
 	cmd.Flags().Lookup("renew-certificates").NoOptDefVal = "*"
 }
 
+// addUpgradeWithoutFlag is --upgrade-without, for up and preview.
+func addUpgradeWithoutFlag(cmd *cobra.Command, nodes *[]string) {
+	cmd.Flags().StringSliceVar(nodes, "upgrade-without", nil, "NODE[,NODE]: leave these nodes (powered off, say) out of this up's Kubernetes upgrade, which otherwise refuses to start while a member cannot be read; they upgrade on a later up")
+}
+
+// checkNodes refuses names that are no node of the inventory, all at once.
+func checkNodes(inv *inventory.Inventory, flag string, nodes []string) error {
+	var bad []string
+	for _, n := range nodes {
+		if _, ok := inv.Node(n); !ok {
+			bad = append(bad, n)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: %s: no node of the inventory", flag, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
 // checkRenewNodes refuses names that are not control-plane nodes, all at
 // once: a typo would otherwise renew nothing, silently.
 func checkRenewNodes(inv *inventory.Inventory, nodes []string) error {
@@ -107,13 +126,16 @@ func checkRenewNodes(inv *inventory.Inventory, nodes []string) error {
 
 func newUpCommand() *cobra.Command {
 	var refresh, skipVerify bool
-	var allow, renew []string
+	var allow, renew, without []string
 	cmd := stackCommand("up -f FILE", "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		if err := checkRenewNodes(s.Inv, renew); err != nil {
 			return err
 		}
+		if err := checkNodes(s.Inv, "--upgrade-without", without); err != nil {
+			return err
+		}
 		start := time.Now()
-		res, err := s.UpFor(ctx, refresh, stack.Run{AllowDestroy: allow, RenewCertificates: renew})
+		res, err := s.UpFor(ctx, refresh, stack.Run{AllowDestroy: allow, RenewCertificates: renew, UpgradeWithout: without})
 		if refusals := stack.Refusals(err); len(refusals) > 0 {
 			fmt.Fprintln(cmd.ErrOrStderr(), "\nrefused: destructive steps, each needing your consent for its node (nothing else was held back):")
 			for _, r := range refusals {
@@ -133,6 +155,7 @@ func newUpCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
 	cmd.Flags().StringSliceVar(&allow, "allow-destroy", nil, "NODE[,NODE]: consent, for this up only, to the destructive steps on these nodes that the plan needs (a reset, an etcd member removed, key files deleted, an unreachable node forgotten); preview lists them")
 	addRenewFlag(cmd, &renew)
+	addUpgradeWithoutFlag(cmd, &without)
 	return cmd
 }
 
@@ -231,12 +254,15 @@ func stackCommand(use, short string, run func(ctx context.Context, cmd *cobra.Co
 
 func newPreviewCommand() *cobra.Command {
 	var refresh bool
-	var renew []string
+	var renew, without []string
 	cmd := stackCommand("preview -f FILE", "Show what up would change on which node", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		if err := checkRenewNodes(s.Inv, renew); err != nil {
 			return err
 		}
-		changes, err := s.PreviewChangesFor(ctx, refresh, stack.Run{RenewCertificates: renew})
+		if err := checkNodes(s.Inv, "--upgrade-without", without); err != nil {
+			return err
+		}
+		changes, err := s.PreviewChangesFor(ctx, refresh, stack.Run{RenewCertificates: renew, UpgradeWithout: without})
 		if err != nil {
 			return err
 		}
@@ -256,6 +282,7 @@ func newPreviewCommand() *cobra.Command {
 	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read live state first, so drift shows")
 	addRenewFlag(cmd, &renew)
+	addUpgradeWithoutFlag(cmd, &without)
 	return cmd
 }
 

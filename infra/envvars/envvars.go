@@ -20,6 +20,10 @@ const (
 	// the Pulumi CLI path; `homelab up` takes --renew-certificates and
 	// ignores an exported value.
 	RenewCertificates = "HOMELAB_RENEW_CERTIFICATES"
+	// UpgradeWithout names nodes (comma-separated) left out of this run's
+	// Kubernetes upgrade (powered off, say), for the Pulumi CLI path;
+	// `homelab up` takes --upgrade-without and ignores an exported value.
+	UpgradeWithout = "HOMELAB_UPGRADE_WITHOUT"
 	// Netns is a network namespace path from which the provider, verify and
 	// doctor dial the nodes (the emulated homelab's gateway; set by homelab
 	// itself for an inventory of the running lab).

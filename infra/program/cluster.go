@@ -65,7 +65,7 @@ func NewCluster(ctx *pulumi.Context, name string, cfg Config, opts ...pulumi.Res
 	}
 	b := &build{ctx: ctx, cl: cl, cfg: cfg, r: rendered, inv: cfg.Inventory,
 		cps: cfg.Inventory.ControlPlanes(), boot: cfg.Inventory.Bootstrap(),
-		planes: map[string]*ControlPlane{}, fileDeps: map[string][]pulumi.Resource{}}
+		planes: map[string]*ControlPlane{}, workerOf: map[string]*Worker{}, fileDeps: map[string][]pulumi.Resource{}}
 	b.via = connection(cfg, b.boot)
 	for _, st := range stages {
 		if err := st.run(b); err != nil {
@@ -80,7 +80,9 @@ var stages = []struct {
 	name string
 	run  func(*build) error
 }{
-	{"control-plane hosts, files and keepalived", (*build).controlPlanes},
+	{"hosts", (*build).hosts},
+	{"kubernetes upgrade", (*build).upgrade},
+	{"control-plane files and keepalived", (*build).controlPlanes},
 	{"revival", (*build).revival},
 	{"bootstrap", (*build).bootstrap},
 	{"control-plane joins", (*build).controlPlaneJoins},
@@ -104,6 +106,8 @@ type build struct {
 	via  pulumi.Map
 
 	planes      map[string]*ControlPlane
+	workerOf    map[string]*Worker
+	upgraded    *KubernetesUpgradeHandle
 	fileDeps    map[string][]pulumi.Resource
 	keepaliveds []pulumi.Resource
 	revived     *ControlPlaneRevivalHandle
@@ -114,6 +118,73 @@ type build struct {
 	settled     pulumi.Resource // the last ControlPlaneAddress
 }
 
+// hosts: every node's component and Host (the machine checked to be the
+// declared one, with the tools kubeadm needs), before anything changes.
+func (b *build) hosts() error {
+	for _, n := range b.inv.Nodes {
+		conn := connection(b.cfg, n)
+		if n.IsControlPlane() {
+			cp := &ControlPlane{}
+			if err := b.ctx.RegisterComponentResource("homelab:cluster:ControlPlane", n.Name, cp, pulumi.Parent(b.cl)); err != nil {
+				return err
+			}
+			host, err := declareHost(b.ctx, cp, b.cfg, n, conn)
+			if err != nil {
+				return err
+			}
+			cp.Host, b.planes[n.Name] = host, cp
+			continue
+		}
+		w := &Worker{}
+		if err := b.ctx.RegisterComponentResource("homelab:cluster:Worker", n.Name, w, pulumi.Parent(b.cl)); err != nil {
+			return err
+		}
+		host, err := declareHost(b.ctx, w, b.cfg, n, conn)
+		if err != nil {
+			return err
+		}
+		w.Host, b.workerOf[n.Name] = host, w
+	}
+	return nil
+}
+
+// upgrade moves a running cluster to the declared Kubernetes version
+// before any node's packages or files are converged: they are the
+// declared version's, and a kubelet installed before its control plane
+// moved would break the version skew policy.
+func (b *build) upgrade() error {
+	var hosts []pulumi.Resource
+	var cps, workers pulumi.Array
+	// In name order, as etcd's members: the first control-plane node due
+	// runs the apply, whatever order the inventory lists them in.
+	for _, n := range slices.SortedFunc(slices.Values(b.inv.Nodes), func(a, c inventory.Node) int { return strings.Compare(a.Name, c.Name) }) {
+		if n.IsControlPlane() {
+			hosts = append(hosts, b.planes[n.Name].Host)
+			cps = append(cps, connection(b.cfg, n))
+		} else {
+			hosts = append(hosts, b.workerOf[n.Name].Host)
+			workers = append(workers, connection(b.cfg, n))
+		}
+	}
+	u := b.inv.Cluster.Upgrade
+	args := pulumi.Map{
+		"controlPlanes":     cps,
+		"workers":           workers,
+		"kubernetesVersion": pulumi.String(b.inv.Cluster.KubernetesVersion),
+		"maxUnavailable":    pulumi.Int(u.MaxUnavailable),
+		"drainTimeout":      pulumi.String(u.DrainTimeout),
+		"ignorePreflight":   pulumi.ToStringArray(b.cfg.IgnorePreflight),
+		"port":              pulumi.Int(b.inv.Cluster.Endpoint.Port),
+		"endpoint":          pulumi.String(b.inv.Endpoint()),
+	}
+	if repo, ok := packagesRepository(b.cfg); ok {
+		args["repository"] = repo
+	}
+	up, err := register(b.ctx, "KubernetesUpgrade", b.inv.Cluster.Name, args, &KubernetesUpgradeHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(hosts))
+	b.upgraded = up
+	return err
+}
+
 // controlPlanes: every control-plane node's keepalived runs before init,
 // so the endpoint answers while kubeadm bootstraps through it; one node at
 // a time: restarting every instance at once (new peers after a
@@ -121,7 +192,7 @@ type build struct {
 // intervals.
 func (b *build) controlPlanes() error {
 	for _, n := range b.cps {
-		cp, deps, err := newControlPlane(b.ctx, b.cl, b.cfg, b.r, n, b.keepaliveds)
+		cp, deps, err := newControlPlane(b.ctx, b.planes[n.Name], b.cfg, b.r, n, b.upgraded, b.keepaliveds)
 		if err != nil {
 			return err
 		}
@@ -226,7 +297,7 @@ func (b *build) controlPlaneJoins() error {
 func (b *build) workers() error {
 	b.joins = slices.Clone(b.cpJoins)
 	for _, n := range b.inv.Workers() {
-		w, err := newWorker(b.ctx, b.cl, b.cfg, b.r, n, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join)
+		w, err := newWorker(b.ctx, b.workerOf[n.Name], b.cfg, b.r, n, b.upgraded, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join)
 		if err != nil {
 			return err
 		}
@@ -333,21 +404,12 @@ func (b *build) outputs() error {
 	})
 }
 
-// newControlPlane declares a control-plane node up to its keepalived; the
-// caller adds its init or join. It returns the node's files, which kubeadm
-// needs in place first.
-func newControlPlane(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
-	cp := &ControlPlane{}
-	if err := ctx.RegisterComponentResource("homelab:cluster:ControlPlane", n.Name, cp, pulumi.Parent(parent)); err != nil {
-		return nil, nil, err
-	}
+// newControlPlane declares a control-plane node's packages, files and
+// keepalived after its Host and the upgrade; the caller adds its init or
+// join. It returns the node's files, which kubeadm needs in place first.
+func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
 	conn := connection(cfg, n)
-	host, err := declareHost(ctx, cp, cfg, n, conn)
-	if err != nil {
-		return nil, nil, err
-	}
-	cp.Host = host
-	ready, err := declareKubernetesPackages(ctx, cp, cfg, n, conn, host)
+	ready, err := declareKubernetesPackages(ctx, cp, cfg, n, conn, cp.Host, upgraded)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -399,18 +461,10 @@ func peersOf(cfg Config, cps []inventory.Node, except string) pulumi.Array {
 	return out
 }
 
-func newWorker(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, r *roles.Rendered, n inventory.Node, via pulumi.Map, peers pulumi.Array, after pulumi.Resource) (*Worker, error) {
-	w := &Worker{}
-	if err := ctx.RegisterComponentResource("homelab:cluster:Worker", n.Name, w, pulumi.Parent(parent)); err != nil {
-		return nil, err
-	}
+func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, via pulumi.Map, peers pulumi.Array, after pulumi.Resource) (*Worker, error) {
 	conn := connection(cfg, n)
-	host, err := declareHost(ctx, w, cfg, n, conn)
-	if err != nil {
-		return nil, err
-	}
-	w.Host = host
-	ready, err := declareKubernetesPackages(ctx, w, cfg, n, conn, host)
+	host := w.Host
+	ready, err := declareKubernetesPackages(ctx, w, cfg, n, conn, host, upgraded)
 	if err != nil {
 		return nil, err
 	}

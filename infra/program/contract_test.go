@@ -32,6 +32,7 @@ var argsOf = map[string]any{
 	pkg + "Dataplane":           provider.DataplaneArgs{},
 	pkg + "ControlPlaneAddress": provider.ControlPlaneAddressArgs{},
 	pkg + "ControlPlaneRevival": provider.ControlPlaneRevivalArgs{},
+	pkg + "KubernetesUpgrade":   provider.KubernetesUpgradeArgs{},
 }
 
 // Every input the program registers is one the provider decodes, with the

@@ -9,11 +9,12 @@ import (
 	"github.com/homelab-dev/homelab/roles/kubepkg"
 )
 
-// keepVersion is what a node holding another Kubernetes version than the
-// inventory's is told: the packages move with kubeadm's upgrade, which up
-// does not run yet, never by an install under a running node.
-const keepVersion = "Changing the Kubernetes version of a node is kubeadm's upgrade, which up does not run yet: " +
-	"set cluster.kubernetesVersion to the version the nodes run, or upgrade them with kubeadm first"
+// keepVersion is what a node still holding another Kubernetes version
+// than the inventory's is told: the packages move with kubeadm's upgrade
+// (KubernetesUpgrade, which ran before), never by an install under a
+// running node.
+const keepVersion = "Changing the Kubernetes version of a node is kubeadm's upgrade, which this up did not run on this node " +
+	"(left out with --upgrade-without, or not a member of the cluster yet): up again including it, or reset it if it is to join afresh"
 
 // declareKubernetesPackages declares, when the inventory manages them
 // (cluster.packages.manage), the node's kubeadm, kubelet and kubectl: the
@@ -21,10 +22,31 @@ const keepVersion = "Changing the Kubernetes version of a node is kubeadm's upgr
 // declared patch, held, once the node's Host is checked. It returns what
 // the node's files and kubeadm steps wait for: the Package, or the Host
 // when the user installs the packages.
-func declareKubernetesPackages(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map, host *HostHandle) (pulumi.Resource, error) {
+func declareKubernetesPackages(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map, host *HostHandle, upgraded pulumi.Resource) ([]pulumi.Resource, error) {
 	in, ok := kubepkg.For(cfg.Inventory, cfg.PackagesKeyring)
 	if !ok {
-		return host, nil
+		return []pulumi.Resource{host, upgraded}, nil
+	}
+	repo, _ := packagesRepository(cfg)
+	pk, err := register(ctx, "Package", n.Name+":kubernetes", pulumi.Map{
+		"connection":    conn,
+		"names":         pulumi.ToStringArray(in.Packages),
+		"pinnedVersion": pulumi.String(in.Version),
+		"anyRevision":   pulumi.Bool(true),
+		"repository":    repo,
+		"keepVersion":   pulumi.String(keepVersion),
+		"enable":        pulumi.String(kubepkg.KubeletUnit),
+	}, &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{host, upgraded}))
+	return []pulumi.Resource{pk}, err
+}
+
+// packagesRepository is the Kubernetes packages' repository as the
+// Package and KubernetesUpgrade resources take it, when the inventory
+// manages the packages.
+func packagesRepository(cfg Config) (pulumi.Map, bool) {
+	in, ok := kubepkg.For(cfg.Inventory, cfg.PackagesKeyring)
+	if !ok {
+		return nil, false
 	}
 	repo := pulumi.Map{
 		"keyring":     pulumi.String(in.Keyring),
@@ -36,13 +58,5 @@ func declareKubernetesPackages(ctx *pulumi.Context, parent pulumi.Resource, cfg 
 	} else {
 		repo["keyURL"] = pulumi.String(in.KeyURL)
 	}
-	return register(ctx, "Package", n.Name+":kubernetes", pulumi.Map{
-		"connection":    conn,
-		"names":         pulumi.ToStringArray(in.Packages),
-		"pinnedVersion": pulumi.String(in.Version),
-		"anyRevision":   pulumi.Bool(true),
-		"repository":    repo,
-		"keepVersion":   pulumi.String(keepVersion),
-		"enable":        pulumi.String(kubepkg.KubeletUnit),
-	}, &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{host}))
+	return repo, true
 }

@@ -83,7 +83,7 @@ type nodeFiles struct {
 	all    []pulumi.Resource
 }
 
-func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, node string, files []file.File, after pulumi.Resource) (*nodeFiles, error) {
+func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, node string, files []file.File, after []pulumi.Resource) (*nodeFiles, error) {
 	nf := &nodeFiles{byPath: map[string]*FileHandle{}}
 	for _, f := range files {
 		if f.Transient {
@@ -102,7 +102,7 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		if f.OnChange != "" {
 			args["onChange"] = pulumi.String(f.OnChange)
 		}
-		res, err := register(ctx, "File", node+":"+f.Path, args, &FileHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{after}))
+		res, err := register(ctx, "File", node+":"+f.Path, args, &FileHandle{}, pulumi.Parent(parent), pulumi.DependsOn(after))
 		if err != nil {
 			return nil, err
 		}

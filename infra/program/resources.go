@@ -71,3 +71,7 @@ type ControlPlaneAddressHandle struct {
 type ControlPlaneRevivalHandle struct {
 	pulumi.CustomResourceState
 }
+
+type KubernetesUpgradeHandle struct {
+	pulumi.CustomResourceState
+}

@@ -39,6 +39,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Dataplane{}),
 			infer.Resource(&ControlPlaneAddress{}),
 			infer.Resource(&ControlPlaneRevival{}),
+			infer.Resource(&KubernetesUpgrade{}),
 		).
 		Build()
 }
@@ -79,6 +80,7 @@ var (
 	_ removable[DataplaneArgs, DataplaneState]                     = (*Dataplane)(nil)
 	_ removable[ControlPlaneAddressArgs, ControlPlaneAddressState] = (*ControlPlaneAddress)(nil)
 	_ removable[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = (*ControlPlaneRevival)(nil)
+	_ removable[KubernetesUpgradeArgs, KubernetesUpgradeState]     = (*KubernetesUpgrade)(nil)
 
 	// The cluster's identity stays known in a preview of a config change.
 	_ infer.ExplicitDependencies[KubeadmInitArgs, KubeadmInitState] = (*KubeadmInit)(nil)

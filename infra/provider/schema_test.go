@@ -46,8 +46,8 @@ func TestSchemaDocumentsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Resources) != 12 {
-		t.Errorf("%d resources in the schema, want 12", len(spec.Resources))
+	if len(spec.Resources) != 13 {
+		t.Errorf("%d resources in the schema, want 13", len(spec.Resources))
 	}
 	check := func(kind, token string, o schema.ObjectTypeSpec, inputs map[string]schema.PropertySpec) {
 		if o.Description == "" {

@@ -100,7 +100,7 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	// Consent is given per command (--allow-destroy), never inherited
 	// from a shell that exported it once; so is a renewal of every
 	// certificate, or each up would renew them all again.
-	for env, flag := range map[string]string{provider.EnvAllowDestroy: "--allow-destroy NODE", provider.EnvRenewCertificates: "--renew-certificates"} {
+	for env, flag := range map[string]string{provider.EnvAllowDestroy: "--allow-destroy NODE", provider.EnvRenewCertificates: "--renew-certificates", provider.EnvUpgradeWithout: "--upgrade-without NODE"} {
 		if v, ok := os.LookupEnv(env); ok {
 			os.Unsetenv(env)
 			fmt.Fprintf(progress, "note: %s=%s from the environment is ignored; homelab up takes %s\n", env, v, flag)
@@ -283,6 +283,9 @@ type Run struct {
 	// RenewCertificates names the control-plane nodes whose certificates
 	// are renewed whatever their dates (provider EnvRenewCertificates).
 	RenewCertificates []string
+	// UpgradeWithout names the nodes left out of a Kubernetes upgrade
+	// (provider EnvUpgradeWithout).
+	UpgradeWithout []string
 }
 
 // UpFor is Up with what run asks for.
@@ -331,7 +334,7 @@ func (s *Stack) gate(ctx context.Context) error {
 // given to.
 func (s *Stack) withRun(run Run, fn func() error) error {
 	ws := s.s.Workspace()
-	env := map[string][]string{provider.EnvAllowDestroy: run.AllowDestroy, provider.EnvRenewCertificates: run.RenewCertificates}
+	env := map[string][]string{provider.EnvAllowDestroy: run.AllowDestroy, provider.EnvRenewCertificates: run.RenewCertificates, provider.EnvUpgradeWithout: run.UpgradeWithout}
 	for name, nodes := range env {
 		if len(nodes) == 0 {
 			ws.UnsetEnvVar(name)

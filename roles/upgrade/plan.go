@@ -45,8 +45,8 @@ type Input struct {
 	// ClusterVersion is kubeadm-config's kubernetesVersion: what
 	// `kubeadm upgrade apply` last uploaded.
 	ClusterVersion string
-	// Nodes in the inventory's order: the first control-plane node due
-	// runs the apply.
+	// Nodes in a stable order (the provider's: by name): the first
+	// control-plane node due runs the apply.
 	Nodes []Node
 	// MaxUnavailable is how many workers upgrade at once.
 	MaxUnavailable int

@@ -1,0 +1,157 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/upgrade"
+)
+
+// upgradeLab is three control-plane nodes and a worker, every one
+// answering the versions read with the same version.
+func upgradeLab(t *testing.T, running string) (*fakeLab, KubernetesUpgradeArgs) {
+	l := newFakeLab(t)
+	in := KubernetesUpgradeArgs{Port: 6443, Endpoint: "10.0.0.100:6443", DrainTimeout: "5m", MaxUnavailable: 1,
+		Repository: &AptRepository{Keyring: "/etc/apt/keyrings/k.gpg", SourcesPath: "/etc/apt/sources.list.d/kubernetes.list", Sources: "deb x /\n", Key: "a2V5"}}
+	for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-1"} {
+		out := "kubelet=Kubernetes " + running + "\njoined=yes\n"
+		if strings.HasPrefix(n, "cp-") {
+			for _, c := range nodefacts.VersionedComponents {
+				out += "image=" + c + " registry.k8s.io/" + c + ":" + running + "\n"
+			}
+			in.ControlPlanes = append(in.ControlPlanes, l.conn(n))
+		} else {
+			in.Workers = append(in.Workers, l.conn(n))
+		}
+		l.node(n).on("kubelet --version", out, 0)
+		l.node(n).on("kubeadm-config", "kind: ClusterConfiguration\nkubernetesVersion: "+running+"\n", 0)
+	}
+	return l, in
+}
+
+func TestUpgradeChanges(t *testing.T) {
+	in := KubernetesUpgradeArgs{Target: "v1.35.4", ControlPlanes: []Connection{{Node: "cp-1"}}, Workers: []Connection{{Node: "gpu-1"}}}
+	at := func(cp, kubelet string) map[string]NodeVersions {
+		return map[string]NodeVersions{"cp-1": {ControlPlane: cp, Kubelet: cp, Joined: true}, "gpu-1": {Kubelet: kubelet, Joined: true}}
+	}
+	for _, tc := range []struct {
+		name string
+		st   KubernetesUpgradeState
+		want bool
+	}{
+		{"a new version declared", KubernetesUpgradeState{Reached: "v1.34.4", Live: at("v1.34.4", "v1.34.4"), ClusterVersion: "v1.34.4"}, true},
+		{"reached, every node there", KubernetesUpgradeState{Reached: "v1.35.4", Live: at("v1.35.4", "v1.35.4"), ClusterVersion: "v1.35.4"}, false},
+		{"reached, a node left out is back behind", KubernetesUpgradeState{Reached: "v1.35.4", Live: at("v1.35.4", "v1.34.4"), ClusterVersion: "v1.35.4"}, true},
+		{"no cluster yet", KubernetesUpgradeState{Reached: "v1.35.4"}, false},
+	} {
+		st := tc.st
+		st.KubernetesUpgradeArgs = in
+		if got := upgradeChanges(in, st).has("kubernetesVersion"); got != tc.want {
+			t.Errorf("%s: change %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestUpgradeRefusesBeforeChangingAnything: every refusal comes from
+// reads alone, and names what to do.
+func TestUpgradeRefusesBeforeChangingAnything(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target string
+		edit   func(*fakeLab, *KubernetesUpgradeArgs)
+		says   []string
+	}{
+		{name: "a skipped minor", target: "v1.36.1", says: []string{"v1.34 -> v1.35 -> v1.36"}},
+		{name: "a downgrade", target: "v1.34.1", says: []string{"does not downgrade"}},
+		{name: "a control-plane node off", target: "v1.35.4", edit: func(l *fakeLab, _ *KubernetesUpgradeArgs) { l.node("cp-2").dialErr = unreachableErr("cp-2") },
+			says: []string{"cp-2", "--upgrade-without cp-2"}},
+		{name: "packages the user installs", target: "v1.35.4", edit: func(_ *fakeLab, in *KubernetesUpgradeArgs) { in.Repository = nil },
+			says: []string{"cluster.packages.manage: true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, in := upgradeLab(t, "v1.34.4")
+			in.Target = tc.target
+			if tc.edit != nil {
+				tc.edit(l, &in)
+			}
+			_, err := runUpgrade(l.ctx(), in)
+			if err == nil {
+				t.Fatal("the upgrade went ahead")
+			}
+			for _, s := range append(tc.says, "nothing was changed") {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("the refusal does not say %q:\n%v", s, err)
+				}
+			}
+			for _, n := range l.nodes {
+				if m := n.mutations(); len(m) > 0 {
+					t.Errorf("%s was changed: %v", n.name, m)
+				}
+			}
+		})
+	}
+}
+
+// TestUpgradeLeftOutNode: a node left out explicitly is planned around,
+// and the plan says so.
+func TestUpgradeLeftOutNode(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	in.Target = "v1.35.4"
+	l.node("cp-3").dialErr = unreachableErr("cp-3")
+	t.Setenv(EnvUpgradeWithout, "cp-3")
+	live, unread, cv, err := survey(l.ctx(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planOf(in, live, unread, cv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Excluded) != 1 || plan.Excluded[0] != "cp-3" || plan.Steps[0].Action != upgrade.Apply || plan.Steps[0].Nodes[0] != "cp-1" {
+		t.Errorf("plan %+v", plan)
+	}
+	for _, s := range plan.Steps {
+		if s.Nodes[0] == "cp-3" {
+			t.Errorf("cp-3 is in step %+v", s)
+		}
+	}
+	u := &upgrader{in: in, plan: plan}
+	if !strings.Contains(strings.Join(u.ignore(), ","), "ControlPlaneNodesReady") {
+		t.Errorf("kubeadm would refuse the NotReady node left out: ignoring only %v", u.ignore())
+	}
+}
+
+// TestDrainTimeoutNamesThePods: a drain that a PodDisruptionBudget holds
+// stops the step, names the pod, leaves the node cordoned and nothing
+// installed on it.
+func TestDrainTimeoutNamesThePods(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	in.Target, in.DrainTimeout = "v1.35.4", "30s"
+	api := l.node("cp-1")
+	api.onFunc("drain 'gpu-1'", func(string) (ssh.Result, error) {
+		return ssh.Result{Stderr: []byte(`evicting pod default/web-0
+error when evicting pods/"web-0" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.
+There are pending pods in node "gpu-1" when an error occurred: error when waiting for pod "web-0" in namespace "default" to terminate: global timeout reached: 30s`), ExitCode: 1}, nil
+	})
+	api.on("spec.nodeName='gpu-1'", "default/web-0 kube-system/coredns-1 ", 0)
+	u := &upgrader{in: in}
+	c, err := dial(l.ctx(), in.ControlPlanes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = u.drain(l.ctx(), c, "cp-1", "gpu-1")
+	if err == nil {
+		t.Fatal("the drain passed")
+	}
+	for _, s := range []string{"default/web-0", "kube-system/coredns-1", "30s", "stays cordoned", "disruption budget"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("the error does not say %q:\n%v", s, err)
+		}
+	}
+	if api.asked("uncordon") || l.node("gpu-1").asked("apt-get") {
+		t.Errorf("after a failed drain: %v", api.mutations())
+	}
+}
