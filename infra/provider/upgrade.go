@@ -60,6 +60,9 @@ type NodeVersions struct {
 	ControlPlane string `pulumi:"controlPlane,optional"`
 	Kubelet      string `pulumi:"kubelet,optional"`
 	Joined       bool   `pulumi:"joined"`
+	// CgroupV1 without KubeletAllowsCgroupV1 stops an upgrade to v1.35.
+	CgroupV1              bool `pulumi:"cgroupV1,optional"`
+	KubeletAllowsCgroupV1 bool `pulumi:"kubeletAllowsCgroupV1,optional"`
 }
 
 type KubernetesUpgradeState struct {
@@ -90,6 +93,8 @@ func (v *NodeVersions) Annotate(a infer.Annotator) {
 	a.Describe(&v.ControlPlane, "The oldest version among the node's control-plane manifests (control-plane nodes).")
 	a.Describe(&v.Kubelet, "The node's kubelet version.")
 	a.Describe(&v.Joined, "Whether the node is a member of the cluster (it holds a kubelet.conf).")
+	a.Describe(&v.CgroupV1, "Whether the node runs cgroup v1.")
+	a.Describe(&v.KubeletAllowsCgroupV1, "Whether the kubelet's configuration says failCgroupV1: false.")
 }
 
 func (st *KubernetesUpgradeState) Annotate(a infer.Annotator) {
@@ -123,7 +128,8 @@ func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[s
 	var nodes []upgrade.Node
 	for i, c := range in.conns() {
 		v := live[c.Node]
-		n := upgrade.Node{Name: c.Node, ControlPlane: i < len(in.ControlPlanes), ControlPlaneVersion: v.ControlPlane, Kubelet: v.Kubelet, Joined: v.Joined}
+		n := upgrade.Node{Name: c.Node, ControlPlane: i < len(in.ControlPlanes), ControlPlaneVersion: v.ControlPlane, Kubelet: v.Kubelet, Joined: v.Joined,
+			CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 		if why, ok := unread[c.Node]; ok {
 			// A node never read counts as a member: whether it is one
 			// is what could not be read.
@@ -168,7 +174,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]Node
 			unread[conn.Node] = firstLine(err)
 			continue
 		}
-		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, Joined: v.Joined}
+		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, Joined: v.Joined, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 	}
 	for _, conn := range in.ControlPlanes {
 		if v := live[conn.Node]; !v.Joined {

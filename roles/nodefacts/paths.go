@@ -34,6 +34,9 @@ const (
 	// flags (--node-ip among them) as KUBELET_KUBEADM_ARGS.
 	KubeletFlagsEnv = "/var/lib/kubelet/kubeadm-flags.env"
 	KubeletPKIDir   = "/var/lib/kubelet/pki"
+	// KubeletConfigFile is the kubelet's configuration kubeadm writes from
+	// the cluster's kubelet-config ConfigMap.
+	KubeletConfigFile = "/var/lib/kubelet/config.yaml"
 
 	EtcdDataDir = "/var/lib/etcd"
 	// EtcdMemberDir exists once a member has started: data that an init

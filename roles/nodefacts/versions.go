@@ -21,6 +21,8 @@ var VersionsScript = func() string {
 	}
 	b.WriteString(`command -v kubelet >/dev/null && echo "kubelet=$(kubelet --version 2>/dev/null)"` + "\n")
 	b.WriteString(`[ -f ` + KubeletConf + ` ] && echo joined=yes` + "\n")
+	b.WriteString(`echo "cgroupfs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null)"` + "\n")
+	b.WriteString(`grep -qE '^failCgroupV1:[[:space:]]*false' ` + KubeletConfigFile + ` 2>/dev/null && echo failcgroupv1=false` + "\n")
 	b.WriteString("true")
 	return b.String()
 }()
@@ -33,6 +35,11 @@ type Versions struct {
 	// Kubelet is the kubelet's version, "" when none is installed.
 	Kubelet string
 	Joined  bool
+	// CgroupV1: the node's /sys/fs/cgroup is cgroup v1's (a tmpfs of
+	// hierarchies), which the kubelet refuses from v1.35 on unless its
+	// configuration says failCgroupV1: false (KubeletAllowsCgroupV1).
+	CgroupV1              bool
+	KubeletAllowsCgroupV1 bool
 }
 
 // ControlPlane is the oldest of the control-plane components' versions
@@ -81,6 +88,10 @@ func ParseVersions(out string) Versions {
 			}
 		case "joined":
 			v.Joined = val == "yes"
+		case "cgroupfs":
+			v.CgroupV1 = val == "tmpfs"
+		case "failcgroupv1":
+			v.KubeletAllowsCgroupV1 = val == "false"
 		}
 	}
 	return v

@@ -19,7 +19,7 @@ func TestParseVersions(t *testing.T) {
 			controlPlane: "v1.34.4", kubelet: "v1.34.4", joined: true},
 		{name: "an apply cut off after the apiserver", out: "image=kube-apiserver registry.k8s.io/kube-apiserver:v1.35.4\nimage=kube-controller-manager registry.k8s.io/kube-controller-manager:v1.34.4\nimage=kube-scheduler my.registry:5000/kube-scheduler:v1.34.4\nkubelet=Kubernetes v1.34.4\njoined=yes",
 			controlPlane: "v1.34.4", kubelet: "v1.34.4", joined: true},
-		{name: "a worker", out: "kubelet=Kubernetes v1.35.4\njoined=yes", kubelet: "v1.35.4", joined: true},
+		{name: "a worker", out: "kubelet=Kubernetes v1.35.4\njoined=yes\ncgroupfs=cgroup2fs", kubelet: "v1.35.4", joined: true},
 		{name: "a fresh machine", out: "Welcome to Ubuntu\n"},
 		{name: "a tag that is no version", out: "image=kube-apiserver registry.k8s.io/kube-apiserver:latest\nkubelet=Kubernetes v1.34.4", kubelet: "v1.34.4"},
 	} {
@@ -64,5 +64,15 @@ func TestClusterConfigVersion(t *testing.T) {
 	}
 	if got := ClusterConfigVersion("kind: ClusterConfiguration\n"); got != "" {
 		t.Errorf("got %q from a config without a version", got)
+	}
+}
+
+func TestParseVersionsCgroups(t *testing.T) {
+	v := ParseVersions("kubelet=Kubernetes v1.34.4\njoined=yes\ncgroupfs=tmpfs\nfailcgroupv1=false\n")
+	if !v.CgroupV1 || !v.KubeletAllowsCgroupV1 {
+		t.Errorf("%+v", v)
+	}
+	if v := ParseVersions("cgroupfs=cgroup2fs\n"); v.CgroupV1 || v.KubeletAllowsCgroupV1 {
+		t.Errorf("%+v", v)
 	}
 }

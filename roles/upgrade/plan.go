@@ -36,6 +36,9 @@ type Node struct {
 	Joined bool
 	// Unreachable says why the node could not be read; "" when it was.
 	Unreachable string
+	// CgroupV1: the node runs cgroup v1; KubeletAllowsCgroupV1: its
+	// kubelet's configuration says failCgroupV1: false.
+	CgroupV1, KubeletAllowsCgroupV1 bool
 }
 
 // Input is what a plan is made from.
@@ -123,6 +126,10 @@ func (s Step) describe(to string) string {
 // (the version skew policy since v1.28).
 const skew = 3
 
+// failsCgroupV1 is the first version whose kubelet refuses cgroup v1 by
+// default (KEP-5573).
+var failsCgroupV1 = version.MustParseSemantic("v1.35.0")
+
 // Make returns the steps due to bring the cluster to in.Target, or every
 // reason it refuses to start at once: a skipped minor, a downgrade, a
 // kubelet outside the skew the new version allows, a node that could not
@@ -149,7 +156,7 @@ func Make(in Input) (Plan, error) {
 		cp, kubelet *version.Version
 	}
 	var cps, workers []live
-	var unreachable, lagging []string
+	var unreachable, lagging, cgroupV1 []string
 	plan := Plan{To: in.Target}
 	var oldest *version.Version
 	for _, n := range in.Nodes {
@@ -182,6 +189,9 @@ func Make(in Input) (Plan, error) {
 			cps = append(cps, l)
 		} else {
 			workers = append(workers, l)
+		}
+		if n.CgroupV1 && !n.KubeletAllowsCgroupV1 && !to.LessThan(failsCgroupV1) {
+			cgroupV1 = append(cgroupV1, n.Name)
 		}
 		if l.kubelet.Major() == to.Major() && l.kubelet.Minor()+skew < to.Minor() {
 			lagging = append(lagging, fmt.Sprintf("%s (kubelet %s)", n.Name, n.Kubelet))
@@ -216,6 +226,10 @@ func Make(in Input) (Plan, error) {
 		}
 		fail("%s -> %s skips a minor: kubeadm upgrades one minor at a time. Take the path %s: declare the newest patch of v%d.%d, up, and so on",
 			plan.From, in.Target, strings.Join(path, " -> "), to.Major(), oldest.Minor()+1)
+	}
+	if len(cgroupV1) > 0 {
+		fail("%s: cgroup v1, which the kubelet refuses from v1.35 on unless its configuration says failCgroupV1: false, and theirs does not: the upgrade would stop with kubelets that do not start. Migrate them to cgroup v2, or set cluster.allowCgroupV1: true and up at the version they run first (every kubelet's configuration then allows it)",
+			strings.Join(cgroupV1, ", "))
 	}
 	if len(lagging) > 0 {
 		fail("%s: a kubelet may be at most %d minors older than the apiserver, and %s allows v%d.%d at the oldest; upgrade them to an older minor first",
