@@ -281,6 +281,13 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 	live, unread, cv, err := survey(ctx, in)
 	st.Live, st.ClusterVersion = live, cv
 	if err != nil {
+		// kubeadm-config matters only to an upgrade that is due: with
+		// every member at the target there is none (an API down for
+		// another reason is the revival's, later in this up).
+		if plan, perr := planOf(in, live, unread, in.Target); perr == nil && plan.Empty() {
+			st.Reached = in.Target
+			return st, nil
+		}
 		return st, err
 	}
 	plan, err := planOf(in, live, unread, cv)
