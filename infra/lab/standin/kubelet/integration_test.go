@@ -37,6 +37,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/standin/cri"
+	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
@@ -67,7 +68,7 @@ func TestIntegration(t *testing.T) {
 		t.Skip("integration test; skipped with -short")
 	}
 	kubeDir, etcdDir := toolDir("kubernetes-v1.34.4"), toolDir("etcd-v3.6.5")
-	for _, b := range []string{filepath.Join(kubeDir, "kube-apiserver"), filepath.Join(kubeDir, "kube-controller-manager"), filepath.Join(etcdDir, "etcd")} {
+	for _, b := range []string{filepath.Join(kubeDir, "kube-apiserver"), filepath.Join(kubeDir, "kube-controller-manager"), filepath.Join(kubeDir, "kube-scheduler"), filepath.Join(etcdDir, "etcd")} {
 		if _, err := os.Stat(b); err != nil {
 			t.Skipf("%s missing: build it with infra/tools/build-kube.sh and infra/tools/build-etcd.sh", b)
 		}
@@ -99,6 +100,7 @@ type env struct {
 	admin    kubernetes.Interface
 	apiURL   string
 	criSock  string
+	images   *images.Store
 	pathEnv  string
 	stopPods func()
 }
@@ -108,6 +110,7 @@ func runIntegration(t *testing.T, kubeDir, etcdDir string) {
 	e.pki = filepath.Join(e.dir, "pki")
 	e.pathEnv = "PATH=" + kubeDir + ":" + etcdDir + ":/usr/bin:/bin"
 	e.makePKI()
+	e.makeImages(kubeDir, etcdDir)
 	e.startCRI()
 
 	nodeA := e.nodeDirs("a")
@@ -180,6 +183,7 @@ func runIntegration(t *testing.T, kubeDir, etcdDir string) {
 	e.waitNodeCondition("itest-a", corev1.ConditionFalse, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")
 	t.Logf("Node NotReady for want of a pod network %s after the token existed", time.Since(tokenAt).Round(time.Millisecond))
 	e.checkPodsAndNetwork(nodeA)
+	e.checkJobs()
 	nodeReady := e.waitNodeReady("itest-a")
 	t.Logf("Node Ready %s after the token existed", time.Since(tokenAt).Round(time.Millisecond))
 	if nodeReady.Labels["homelab.dev/pool"] != "cp" || nodeReady.Labels["kubernetes.io/hostname"] != "itest-a" {
@@ -326,6 +330,7 @@ func (e *env) runKubelet(c kubelet.Config, d nodeDirs) (stop func()) {
 	c.LeaseDuration = 8 * time.Second
 	c.CredentialRetry = 500 * time.Millisecond
 	c.Env = []string{e.pathEnv}
+	c.Images = e.images
 	name := c.NodeName
 	c.Logf = func(format string, args ...any) { e.t.Logf("kubelet %s: %s", name, fmt.Sprintf(format, args...)) }
 	ctx, cancel := context.WithCancel(context.Background())
