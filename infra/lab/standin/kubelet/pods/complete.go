@@ -502,19 +502,7 @@ type RunView struct {
 
 func (s *syncer) postRun(ctx context.Context, pod *corev1.Pod, v RunView) error {
 	key := fmt.Sprintf("%v|%v|%s|%s|%s|%s", v.Sandbox, v.PodIP, v.Phase, v.Waiting, v.WaitingMessage, runKey(v.Containers))
-	if s.posted[pod.UID] == key {
-		return nil
-	}
-	p := pod.DeepCopy()
-	p.Status = RunStatus(pod, v, time.Now())
-	if err := s.update(ctx, p); err != nil {
-		if errors.Is(err, errStale) {
-			return nil
-		}
-		return err
-	}
-	s.posted[pod.UID] = key
-	return nil
+	return s.postStatus(ctx, pod, key, func(now time.Time) corev1.PodStatus { return RunStatus(pod, v, now) })
 }
 
 func runKey(cs []containerRun) string {
@@ -606,18 +594,7 @@ func RunStatus(pod *corev1.Pod, v RunView, now time.Time) corev1.PodStatus {
 		notReady = "PodCompleted"
 	}
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now}}
-		if ok {
-			c.Status = corev1.ConditionTrue
-		} else {
-			c.Reason = reason
-		}
-		for _, o := range old.Conditions {
-			if o.Type == t && o.Status == c.Status {
-				c.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		return c
+		return condition(old.Conditions, now, t, ok, reason)
 	}
 	st.Conditions = []corev1.PodCondition{
 		cond(corev1.PodReadyToStartContainers, v.Sandbox && !terminal(st.Phase), ""),

@@ -66,18 +66,7 @@ func Status(pod *corev1.Pod, v View, now time.Time) corev1.PodStatus {
 	}
 	initialized := running || len(pod.Spec.InitContainers) == 0
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now}}
-		if ok {
-			c.Status = corev1.ConditionTrue
-		} else {
-			c.Reason = reason
-		}
-		for _, o := range old.Conditions {
-			if o.Type == t && o.Status == c.Status {
-				c.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		return c
+		return condition(old.Conditions, now, t, ok, reason)
 	}
 	st.Conditions = []corev1.PodCondition{
 		cond(corev1.PodReadyToStartContainers, v.Sandbox, ""),
@@ -140,4 +129,22 @@ func backoff(restarts int) time.Duration {
 		d *= 2
 	}
 	return min(d, 5*time.Minute)
+}
+
+// condition is a pod condition of type t, true when ok (else false for
+// reason), that keeps its last transition time from old while its status
+// stays, and takes now when it changes.
+func condition(old []corev1.PodCondition, now time.Time, t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Time{Time: now}}
+	if ok {
+		c.Status = corev1.ConditionTrue
+	} else {
+		c.Reason = reason
+	}
+	for _, o := range old {
+		if o.Type == t && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
+	return c
 }

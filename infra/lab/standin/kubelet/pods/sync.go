@@ -393,12 +393,18 @@ func (s *syncer) lookup(ctx context.Context) Lookup {
 
 // post writes the pod's status when its view changed since the last post.
 func (s *syncer) post(ctx context.Context, pod *corev1.Pod, v View) error {
-	key := fmt.Sprintf("%+v", v)
+	return s.postStatus(ctx, pod, fmt.Sprintf("%+v", v), func(now time.Time) corev1.PodStatus { return Status(pod, v, now) })
+}
+
+// postStatus writes the pod's status, status(now), unless key is what
+// was last posted for the pod (status is then not computed). A stale
+// write is no error, and leaves key unnoted so the next sync posts again.
+func (s *syncer) postStatus(ctx context.Context, pod *corev1.Pod, key string, status func(now time.Time) corev1.PodStatus) error {
 	if s.posted[pod.UID] == key {
 		return nil
 	}
 	p := pod.DeepCopy()
-	p.Status = Status(pod, v, time.Now())
+	p.Status = status(time.Now())
 	if err := s.update(ctx, p); err != nil {
 		if errors.Is(err, errStale) {
 			return nil
