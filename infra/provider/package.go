@@ -216,6 +216,17 @@ func versionChange(in PackageArgs, node string, versions map[string]string) erro
 		node, strings.Join(moved, ", "), in.Version, in.KeepVersion)
 }
 
+// installedOf lists "name version" of the names installed.
+func installedOf(names []string, versions map[string]string) []string {
+	var out []string
+	for _, n := range names {
+		if v := versions[n]; v != "" {
+			out = append(out, n+" "+v)
+		}
+	}
+	return out
+}
+
 func (l live) state(in PackageArgs) PackageState {
 	return PackageState{PackageArgs: in, Versions: l.versions, Status: l.status(in), DetectedGPUs: l.gpus.Count()}
 }
@@ -449,10 +460,12 @@ func equalRepo(a, b *AptRepository) bool {
 func (Package) Update(ctx context.Context, req infer.UpdateRequest[PackageArgs, PackageState]) (infer.UpdateResponse[PackageState], error) {
 	in, old := req.Inputs, req.State
 	if req.DryRun {
-		// A refused version change shows in the preview, from what dpkg
-		// reported last.
+		// A version change is the KubernetesUpgrade's, which runs before
+		// this step: the preview says so rather than refusing it from
+		// what dpkg reported last; the up refuses it on a node the
+		// upgrade left behind.
 		if err := versionChange(in, in.Connection.Node, old.Versions); err != nil {
-			return infer.UpdateResponse[PackageState]{}, err
+			p.GetLogger(ctx).Infof("%s: %s installed now; the Kubernetes upgrade before this step moves them to %s", in.Connection.Node, strings.Join(installedOf(in.Names, old.Versions), ", "), in.Version)
 		}
 		st := old
 		st.PackageArgs = in

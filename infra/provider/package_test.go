@@ -248,16 +248,19 @@ func TestKubernetesPackageDiff(t *testing.T) {
 	}
 }
 
-// The preview of a version bump on nodes holding the old version says it
-// will be refused, before anything runs.
-func TestKubernetesVersionBumpRefusedInPreview(t *testing.T) {
+// The preview of a version bump on nodes holding the old version goes
+// through (the KubernetesUpgrade before it moves them); the up itself
+// refuses a node still holding the old version.
+func TestKubernetesVersionBumpLeftToTheUpgrade(t *testing.T) {
 	old := kubernetesArgs()
 	st := PackageState{PackageArgs: old, Status: PackageInstalled, Versions: map[string]string{"kubeadm": "1.34.4-1.1", "kubelet": "1.34.4-1.1", "kubectl": "1.34.4-1.1"}}
 	in := old
 	in.Version = "1.35.4"
-	_, err := Package{}.Update(context.Background(), infer.UpdateRequest[PackageArgs, PackageState]{Inputs: in, State: st, DryRun: true})
-	if err == nil || !strings.Contains(err.Error(), "kubelet 1.34.4-1.1") {
+	if _, err := (Package{}).Update(context.Background(), infer.UpdateRequest[PackageArgs, PackageState]{Inputs: in, State: st, DryRun: true}); err != nil {
 		t.Errorf("preview of a version bump: %v", err)
+	}
+	if err := versionChange(in, "cp-1", st.Versions); err == nil || !strings.Contains(err.Error(), "kubelet 1.34.4-1.1") {
+		t.Errorf("a node left at the old version: %v", err)
 	}
 	// A fresh node (nothing installed) previews fine.
 	st.Versions = map[string]string{}
