@@ -156,8 +156,28 @@ func upgradeChanges(in KubernetesUpgradeArgs, st KubernetesUpgradeState) changeS
 	return d
 }
 
+// Diff says what the upgrade will run, from the nodes' versions as last
+// read (a refresh reads them again), as the preview shows it.
 func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]) (infer.DiffResponse, error) {
-	return upgradeChanges(req.Inputs, req.State).diff(false), nil
+	d := upgradeChanges(req.Inputs, req.State)
+	if len(d) > 0 {
+		say(ctx, req.Inputs, req.State.Live, nil, req.State.ClusterVersion)
+	}
+	return d.diff(false), nil
+}
+
+// say logs the plan, or why up would refuse it.
+func say(ctx context.Context, in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) {
+	log := p.GetLogger(ctx)
+	plan, err := planOf(in, live, unread, clusterVersion)
+	switch {
+	case err != nil:
+		log.Warningf("up would refuse to upgrade to %s, before changing anything: %v", in.Target, err)
+	case plan.Empty():
+		log.Warningf("UPGRADES Kubernetes to %s where the members run an older version; the plan is made from what they run when up starts (a preview with refresh shows it)", in.Target)
+	default:
+		log.Warningf("UPGRADES Kubernetes %s -> %s, in this order:\n%s", plan.From, plan.To, strings.Join(plan.Lines(), "\n"))
+	}
 }
 
 // survey reads every node's versions and, through the first control-plane
@@ -204,21 +224,16 @@ func firstLine(err error) string {
 	return s
 }
 
-// look is a preview's read-only look at the nodes: it says what the up
-// would run, in order.
+// look is the preview of a KubernetesUpgrade new to the stack: a
+// read-only look at the nodes (on a first build, none is a member yet).
 func look(ctx context.Context, in KubernetesUpgradeArgs) {
-	log := p.GetLogger(ctx)
 	live, unread, cv, err := survey(ctx, in)
 	if err != nil {
-		log.Warningf("the upgrade to %s cannot be planned yet: %v", in.Target, err)
+		p.GetLogger(ctx).Warningf("the upgrade to %s cannot be planned yet: %v", in.Target, err)
 		return
 	}
-	plan, err := planOf(in, live, unread, cv)
-	switch {
-	case err != nil:
-		log.Warningf("up would refuse to upgrade to %s, before changing anything: %v", in.Target, err)
-	case !plan.Empty():
-		log.Warningf("UPGRADES Kubernetes %s -> %s, in this order:\n%s", plan.From, plan.To, strings.Join(plan.Lines(), "\n"))
+	if plan, err := planOf(in, live, unread, cv); err != nil || !plan.Empty() {
+		say(ctx, in, live, unread, cv)
 	}
 }
 
@@ -234,7 +249,6 @@ func (KubernetesUpgrade) Create(ctx context.Context, req infer.CreateRequest[Kub
 
 func (KubernetesUpgrade) Update(ctx context.Context, req infer.UpdateRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]) (infer.UpdateResponse[KubernetesUpgradeState], error) {
 	if req.DryRun {
-		look(ctx, req.Inputs)
 		st := req.State
 		st.KubernetesUpgradeArgs = req.Inputs
 		return infer.UpdateResponse[KubernetesUpgradeState]{Output: st}, nil
