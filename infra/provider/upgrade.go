@@ -92,7 +92,7 @@ func (v *NodeVersions) Annotate(a infer.Annotator) {
 	a.Describe(&v, "What a node runs, as last read.")
 	a.Describe(&v.ControlPlane, "The oldest version among the node's control-plane manifests (control-plane nodes).")
 	a.Describe(&v.Kubelet, "The node's kubelet version.")
-	a.Describe(&v.Joined, "Whether the node is a member of the cluster (it holds a kubelet.conf).")
+	a.Describe(&v.Joined, "Whether the node is a member of the cluster (its kubeadm init or join completed).")
 	a.Describe(&v.CgroupV1, "Whether the node runs cgroup v1.")
 	a.Describe(&v.KubeletAllowsCgroupV1, "Whether the kubelet's configuration says failCgroupV1: false.")
 }

@@ -12,15 +12,19 @@ var VersionedComponents = []string{KubeAPIServer, KubeControllerManager, KubeSch
 
 // VersionsScript is read-only. It prints what a node runs, for
 // ParseVersions: "image=COMPONENT REF" for each control-plane manifest,
-// "kubelet=OUTPUT" (kubelet --version), "joined=yes" when the node holds
-// a kubelet.conf (it is a member of a cluster).
+// "kubelet=OUTPUT" (kubelet --version), "joined=yes" when the node is a
+// member of a cluster (its init or join completed), its cgroup file
+// system and whether its kubelet's configuration allows cgroup v1.
 var VersionsScript = func() string {
 	var b strings.Builder
 	for _, c := range VersionedComponents {
 		b.WriteString(`[ -f ` + Manifest(c) + ` ] && echo "image=` + c + ` $(awk '$1=="image:"{print $2; exit}' ` + Manifest(c) + `)"` + "\n")
 	}
 	b.WriteString(`command -v kubelet >/dev/null && echo "kubelet=$(kubelet --version 2>/dev/null)"` + "\n")
-	b.WriteString(`[ -f ` + KubeletConf + ` ] && echo joined=yes` + "\n")
+	// A member is a node whose init or join finished (its marker): one
+	// holding kubeadm's files without it is an interrupted run, which
+	// its KubeadmJoin resets, not a node to upgrade.
+	b.WriteString(`{ [ -f ` + InitMarker + ` ] || [ -f ` + JoinMarker + ` ]; } && echo joined=yes` + "\n")
 	b.WriteString(`echo "cgroupfs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null)"` + "\n")
 	b.WriteString(`grep -qE '^failCgroupV1:[[:space:]]*false' ` + KubeletConfigFile + ` 2>/dev/null && echo failcgroupv1=false` + "\n")
 	b.WriteString("true")
