@@ -292,6 +292,7 @@ func (KubernetesUpgrade) Delete(ctx context.Context, req infer.DeleteRequest[Kub
 func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgradeState, error) {
 	st := KubernetesUpgradeState{KubernetesUpgradeArgs: in}
 	log := p.GetLogger(ctx)
+	settleEarlier(ctx, in)
 	live, unread, cv, err := survey(ctx, in)
 	st.Live, st.ClusterVersion = live, cv
 	if err != nil {
@@ -341,6 +342,28 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 	st.ClusterVersion, st.Reached = in.Target, in.Target
 	log.Infof("the cluster runs %s", in.Target)
 	return st, nil
+}
+
+// upgradeRun is the detached kubeadm upgrade run on a node.
+const upgradeRun = "kubeadm-upgrade"
+
+// settleEarlier waits for what an earlier up cut off (killed, its
+// connection dropped) left running on the nodes, kubeadm's upgrade and
+// apt, before anything is read: a node half-way through `kubeadm upgrade
+// apply` would read as unhealthy, and its outcome decides what is due.
+func settleEarlier(ctx context.Context, in KubernetesUpgradeArgs) {
+	for _, conn := range in.conns() {
+		c, err := dial(ctx, conn)
+		if err != nil {
+			continue // the survey says why
+		}
+		for name, what := range map[string]string{upgradeRun: "kubeadm's upgrade", aptRun: "apt install"} {
+			if err := settleDetached(ctx, c, conn.Node, name, what); err != nil {
+				p.GetLogger(ctx).Warningf("%s: the earlier %s: %v; what the node runs decides what is due now", conn.Node, what, err)
+			}
+		}
+		c.Close()
+	}
 }
 
 // upgrader runs one plan.
@@ -482,7 +505,7 @@ func (u *upgrader) install(ctx context.Context, ex ssh.Executor, node string, na
 }
 
 func (u *upgrader) kubeadm(ctx context.Context, ex ssh.Executor, node, what, cmd string) error {
-	out, err := runDetached(ctx, ex, node, "kubeadm-upgrade", what, cmd)
+	out, err := runDetached(ctx, ex, node, upgradeRun, what, cmd)
 	if err != nil {
 		return err
 	}

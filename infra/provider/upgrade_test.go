@@ -27,6 +27,7 @@ func upgradeLab(t *testing.T, running string) (*fakeLab, KubernetesUpgradeArgs) 
 		}
 		l.node(n).on("kubelet --version", out, 0)
 		l.node(n).on("kubeadm-config", "kind: ClusterConfiguration\nkubernetesVersion: "+running+"\n", 0)
+		l.node(n).on("test -d '"+runsDir+"/", "", 1) // nothing left running by an earlier up
 	}
 	return l, in
 }
@@ -153,5 +154,32 @@ There are pending pods in node "gpu-1" when an error occurred: error when waitin
 	}
 	if api.asked("uncordon") || l.node("gpu-1").asked("apt-get") {
 		t.Errorf("after a failed drain: %v", api.mutations())
+	}
+}
+
+// TestUpgradeWaitsForAnEarlierRun: a `kubeadm upgrade apply` an earlier up
+// left running (the up killed) is waited for before the nodes are read.
+func TestUpgradeWaitsForAnEarlierRun(t *testing.T) {
+	l, in := upgradeLab(t, "v1.35.4")
+	in.Target = "v1.35.4"
+	cp1 := l.node("cp-1")
+	cp1.on("test -d '"+runsDir+"/"+upgradeRun+"'", "pending\n", 0)
+	cp1.on(`if [ -f "$d/rc" ]`, "rc=0\n[upgrade] SUCCESS!\n", 0)
+	cp1.on("rm -rf '"+runsDir+"/"+upgradeRun+"'", "", 0)
+	st, err := runUpgrade(l.ctx(), in)
+	if err != nil || st.Reached != "v1.35.4" {
+		t.Fatalf("%+v %v", st, err)
+	}
+	var waited, read int
+	for _, e := range cp1.events {
+		switch {
+		case strings.Contains(e.cmd, `if [ -f "$d/rc" ]`) && waited == 0:
+			waited = e.seq
+		case strings.Contains(e.cmd, "kubelet --version") && read == 0:
+			read = e.seq
+		}
+	}
+	if waited == 0 || read == 0 || waited > read {
+		t.Errorf("the earlier run was not waited for before the read (waited at %d, read at %d)", waited, read)
 	}
 }
