@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -125,6 +126,37 @@ func (in KubernetesUpgradeArgs) conns() []Connection {
 
 // planOf plans from the state's versions; unread nodes say why.
 func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) (upgrade.Plan, error) {
+	return planWithout(in, live, unread, clusterVersion, upgradeWithout())
+}
+
+// UpgradePreview says what an update of the KubernetesUpgrade to these
+// inputs would run, from the versions its state last read (a refresh
+// reads them again), for the preview to print: the plan in order, or why
+// up would refuse it; "" when the state has read no member behind.
+func UpgradePreview(newInputs, oldState map[string]any, without []string) string {
+	var in KubernetesUpgradeArgs
+	var st KubernetesUpgradeState
+	for v, into := range map[*map[string]any]any{&newInputs: &in, &oldState: &st} {
+		data, err := json.Marshal(*v)
+		if err == nil {
+			err = json.Unmarshal(data, into)
+		}
+		if err != nil {
+			return ""
+		}
+	}
+	in.Target, _ = newInputs["kubernetesVersion"].(string)
+	plan, err := planWithout(in, st.Live, nil, st.ClusterVersion, without)
+	switch {
+	case err != nil:
+		return "up would REFUSE to upgrade to " + in.Target + ", before changing anything: " + strings.ReplaceAll(err.Error(), "\n", " ")
+	case plan.Empty():
+		return ""
+	}
+	return fmt.Sprintf("UPGRADES Kubernetes %s -> %s, in this order: %s", plan.From, plan.To, strings.Join(plan.Lines(), "; "))
+}
+
+func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) (upgrade.Plan, error) {
 	var nodes []upgrade.Node
 	for i, c := range in.conns() {
 		v := live[c.Node]
@@ -137,7 +169,7 @@ func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[s
 		}
 		nodes = append(nodes, n)
 	}
-	return upgrade.Make(upgrade.Input{Target: in.Target, ClusterVersion: clusterVersion, Nodes: nodes, MaxUnavailable: in.MaxUnavailable, Exclude: upgradeWithout()})
+	return upgrade.Make(upgrade.Input{Target: in.Target, ClusterVersion: clusterVersion, Nodes: nodes, MaxUnavailable: in.MaxUnavailable, Exclude: without})
 }
 
 // upgradeChanges: a declared version other than the one the last run

@@ -11,6 +11,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+
+	"github.com/homelab-dev/homelab/infra/provider"
 )
 
 // Change is one step a preview plans: which resource, what operation.
@@ -33,6 +35,9 @@ type Change struct {
 	// with the certificates renewed on it and the dates they were valid
 	// until.
 	Revives []string
+	// Upgrades is, for the KubernetesUpgrade, the plan in order (or why
+	// up would refuse it), from the versions last read.
+	Upgrades string
 	// paths are the detailed diff's property paths.
 	paths []string
 }
@@ -50,6 +55,9 @@ func (c Change) String() string {
 	}
 	if len(c.Revives) > 0 {
 		s += ": the control plane's certificates expired; REVIVES it over SSH (every node renewed, restarted, then etcd's quorum and /readyz waited for): " + strings.Join(c.Revives, "; ")
+	}
+	if c.Upgrades != "" {
+		s += ": " + c.Upgrades
 	}
 	if c.Destroys != "" {
 		s += ": DESTRUCTIVE, " + c.Destroys + "; refused unless up --allow-destroy " + c.Node
@@ -214,7 +222,11 @@ func (s *Stack) PreviewChangesFor(ctx context.Context, refresh bool, run Run) ([
 			for p := range m.DetailedDiff {
 				paths = append(paths, p)
 			}
-			out = append(out, classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs, paths: paths}, old, inputs))
+			c := classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs, paths: paths}, old, inputs)
+			if m.Type == "homelab:index:KubernetesUpgrade" {
+				c.Upgrades = provider.UpgradePreview(inputs, old, run.UpgradeWithout)
+			}
+			out = append(out, c)
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 		done <- out
