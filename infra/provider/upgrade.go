@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -571,6 +572,21 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 				// Certificates are up's to renew (cluster.certificates).
 				cmd = "kubeadm upgrade apply " + quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
 			}
+			// kubeadm restarts the node's apiserver: where the node holds
+			// the VIP, keepalived hands it over first (its drop-in takes
+			// the address off as it stops), or the endpoint would answer
+			// nothing until the health check moved it, seconds later.
+			handedOver, err := u.handOverVIP(ctx, ex, node)
+			if err != nil {
+				return err
+			}
+			if handedOver {
+				defer func() {
+					if _, err := must(ctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
+						p.GetLogger(ctx).Warningf("%v", err)
+					}
+				}()
+			}
 			if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
 				return err
 			}
@@ -596,6 +612,25 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 		wg.Wait()
 		return errs.ErrorOrNil()
 	}
+}
+
+// handOverVIP stops keepalived on the node when it holds the endpoint's
+// address (the vip layout), so another node takes it over before the
+// node's apiserver restarts; it reports whether it did.
+func (u *upgrader) handOverVIP(ctx context.Context, ex ssh.Executor, node string) (bool, error) {
+	vip, _, err := net.SplitHostPort(u.in.Endpoint)
+	if err != nil || net.ParseIP(vip) == nil || vip == u.conns[node].Host {
+		return false, nil // a DNS name, or the node's own address (single-ip)
+	}
+	out, _, err := query(ctx, ex, "ip -o addr show | grep -qw "+quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds")
+	if err != nil || strings.TrimSpace(out) != "holds" {
+		return false, err
+	}
+	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", "systemctl stop keepalived"); err != nil {
+		return false, err
+	}
+	p.GetLogger(ctx).Infof("%s: holds the VIP %s: keepalived stopped while its control plane is upgraded, so another node serves the endpoint", node, vip)
+	return true, nil
 }
 
 // healthy checks a control-plane node: its apiserver answers /version at
