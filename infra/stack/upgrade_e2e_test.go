@@ -129,7 +129,6 @@ func TestUpgradeInTheLab(t *testing.T) {
 	}
 	said := changes[i].String()
 	t.Logf("preview: %s", said)
-	_ = said // the plan text from the engine's old state is not there yet (issue 13, left open)
 
 	// The upgrade stops at gpu-4's drain and says why. The API through
 	// the endpoint is written to every 200 ms meanwhile (figures, not
