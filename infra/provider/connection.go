@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -89,6 +90,24 @@ func dial(ctx context.Context, c Connection) (ssh.Executor, error) {
 		return nil, fmt.Errorf("%s: %w", c.Node, err)
 	}
 	return ex, nil
+}
+
+// eachNode runs f on every connection at once and returns what each
+// returned, in the connections' order: nodes answer independently, and a
+// read of seven nodes one after another made every refresh wait for the
+// sum of their SSH round trips.
+func eachNode[T any](conns []Connection, f func(Connection) T) []T {
+	out := make([]T, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f(c)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // tokenPattern matches kubeadm bootstrap tokens, which kubeadm prints in

@@ -227,15 +227,21 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 	if len(nodes) == 0 {
 		nodes = st.Nodes
 	}
+	type reading struct {
+		exp map[string]string
+		err error
+	}
+	read := eachNode(nodes, func(n Connection) reading {
+		exp, err := readNode(ctx, n, st.LiveExpiry[n.Node], revivalRead, expiryOn(ctx))
+		return reading{exp, err}
+	})
 	live := map[string]map[string]string{}
-	for _, n := range nodes {
-		node := n.Node
-		exp, err := readNode(ctx, n, st.LiveExpiry[node], revivalRead, expiryOn(ctx))
-		if err != nil {
-			return infer.ReadResponse[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{}, err
+	for i, n := range nodes {
+		if read[i].err != nil {
+			return infer.ReadResponse[ControlPlaneRevivalArgs, ControlPlaneRevivalState]{}, read[i].err
 		}
-		if exp != nil {
-			live[node] = exp
+		if read[i].exp != nil {
+			live[n.Node] = read[i].exp
 		}
 	}
 	st.LiveExpiry = live

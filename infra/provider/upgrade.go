@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -130,33 +129,6 @@ func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[s
 	return planWithout(in, live, unread, clusterVersion, upgradeWithout())
 }
 
-// UpgradePreview says what an update of the KubernetesUpgrade to these
-// inputs would run, from the versions its state last read (a refresh
-// reads them again), for the preview to print: the plan in order, or why
-// up would refuse it; "" when the state has read no member behind.
-func UpgradePreview(newInputs, oldState map[string]any, without []string) string {
-	var in KubernetesUpgradeArgs
-	var st KubernetesUpgradeState
-	for v, into := range map[*map[string]any]any{&newInputs: &in, &oldState: &st} {
-		data, err := json.Marshal(*v)
-		if err == nil {
-			err = json.Unmarshal(data, into)
-		}
-		if err != nil {
-			return ""
-		}
-	}
-	in.Target, _ = newInputs["kubernetesVersion"].(string)
-	plan, err := planWithout(in, st.Live, nil, st.ClusterVersion, without)
-	switch {
-	case err != nil:
-		return "up would REFUSE to upgrade to " + in.Target + ", before changing anything: " + strings.ReplaceAll(err.Error(), "\n", " ")
-	case plan.Empty():
-		return ""
-	}
-	return fmt.Sprintf("UPGRADES Kubernetes %s -> %s, in this order: %s", plan.From, plan.To, strings.Join(plan.Lines(), "; "))
-}
-
 func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) (upgrade.Plan, error) {
 	var nodes []upgrade.Node
 	for i, c := range in.conns() {
@@ -201,16 +173,28 @@ func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[Kuberne
 
 // say logs the plan, or why up would refuse it.
 func say(ctx context.Context, in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) {
-	log := p.GetLogger(ctx)
-	plan, err := planOf(in, live, unread, clusterVersion)
+	p.GetLogger(ctx).Warning(planText(in, live, unread, clusterVersion, upgradeWithout()))
+}
+
+// UpgradeSays marks the line Diff logs for a planned upgrade: the
+// preview's change carries that line, so the plan is the one Diff made
+// from the refreshed versions, not one remade from an older state.
+const UpgradeSays = "UPGRADES Kubernetes"
+
+// RefusalSays marks the line Diff logs for an upgrade up would refuse.
+const RefusalSays = "up would REFUSE to upgrade"
+
+// planText is what the preview says of the upgrade: the plan in order, or
+// why up would refuse it.
+func planText(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) string {
+	plan, err := planWithout(in, live, unread, clusterVersion, without)
 	switch {
 	case err != nil:
-		log.Warningf("up would refuse to upgrade to %s, before changing anything: %v", in.Target, err)
+		return fmt.Sprintf("%s to %s, before changing anything: %v", RefusalSays, in.Target, err)
 	case plan.Empty():
-		log.Warningf("UPGRADES Kubernetes to %s where the members run an older version; the plan is made from what they run when up starts (a preview with refresh shows it)", in.Target)
-	default:
-		log.Warningf("UPGRADES Kubernetes %s -> %s, in this order:\n%s", plan.From, plan.To, strings.Join(plan.Lines(), "\n"))
+		return fmt.Sprintf("%s to %s where the members run an older version; the plan is made from what they run when up starts (a preview with refresh shows it)", UpgradeSays, in.Target)
 	}
+	return fmt.Sprintf("%s %s -> %s, in this order:\n%s", UpgradeSays, plan.From, plan.To, strings.Join(plan.Lines(), "\n"))
 }
 
 // survey reads every node's versions and, through the first control-plane
@@ -218,12 +202,24 @@ func say(ctx context.Context, in KubernetesUpgradeArgs, live map[string]NodeVers
 // read are in unread, with why.
 func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]NodeVersions, unread map[string]string, clusterVersion string, err error) {
 	live, unread = map[string]NodeVersions{}, map[string]string{}
-	for _, conn := range in.conns() {
+	type reading struct {
+		v   nodefacts.Versions
+		err error
+	}
+	conns := in.conns()
+	read := eachNode(conns, func(conn Connection) reading {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
 			out, _, err := query(ctx, c, nodefacts.VersionsScript)
 			return nodefacts.ParseVersions(out), err
 		})
-		if failed || err != nil {
+		if failed && err == nil {
+			err = fmt.Errorf("%s: not read", conn.Node)
+		}
+		return reading{v, err}
+	})
+	for i, conn := range conns {
+		v, err := read[i].v, read[i].err
+		if err != nil {
 			unread[conn.Node] = firstLine(err)
 			continue
 		}
@@ -385,18 +381,19 @@ const upgradeRun = "kubeadm-upgrade"
 // apt, before anything is read: a node half-way through `kubeadm upgrade
 // apply` would read as unhealthy, and its outcome decides what is due.
 func settleEarlier(ctx context.Context, in KubernetesUpgradeArgs) {
-	for _, conn := range in.conns() {
+	eachNode(in.conns(), func(conn Connection) any {
 		c, err := dial(ctx, conn)
 		if err != nil {
-			continue // the survey says why
+			return nil // the survey says why
 		}
+		defer c.Close()
 		for name, what := range map[string]string{upgradeRun: "kubeadm's upgrade", aptRun: "apt install"} {
 			if err := settleDetached(ctx, c, conn.Node, name, what); err != nil {
 				p.GetLogger(ctx).Warningf("%s: the earlier %s: %v; what the node runs decides what is due now", conn.Node, what, err)
 			}
 		}
-		c.Close()
-	}
+		return nil
+	})
 }
 
 // upgrader runs one plan.

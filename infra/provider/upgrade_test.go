@@ -184,31 +184,29 @@ func TestUpgradeWaitsForAnEarlierRun(t *testing.T) {
 	}
 }
 
-// TestUpgradePreview: what the preview prints, from the engine's maps of
-// the new inputs and the old state, as the stack package hands them.
-func TestUpgradePreview(t *testing.T) {
-	conn := func(n string) map[string]any {
-		return map[string]any{"node": n, "host": "10.0.0.1", "port": 22.0, "user": "root", "privateKey": "[secret]", "knownHosts": "/k"}
-	}
-	inputs := map[string]any{"kubernetesVersion": "v1.35.4", "controlPlanes": []any{conn("cp-1"), conn("cp-2")}, "workers": []any{conn("gpu-1")},
-		"maxUnavailable": 1.0, "drainTimeout": "5m", "port": 6443.0, "endpoint": "10.0.0.100:6443"}
-	at := func(v string) map[string]any { return map[string]any{"controlPlane": v, "kubelet": v, "joined": true} }
-	old := map[string]any{"kubernetesVersion": "v1.34.4", "reached": "v1.34.4", "clusterVersion": "v1.34.4",
-		"live": map[string]any{"cp-1": at("v1.34.4"), "cp-2": at("v1.34.4"), "gpu-1": map[string]any{"kubelet": "v1.34.4", "joined": true}}}
-	got := UpgradePreview(inputs, old, nil)
-	for _, want := range []string{"UPGRADES Kubernetes v1.34.4 -> v1.35.4", "1. cp-1: kubeadm v1.35.4, then kubeadm upgrade apply v1.35.4", "2. cp-2:", "5. gpu-1: drain"} {
+// TestUpgradePlanText: what Diff logs and the preview's change carries,
+// from the versions the refreshed state read.
+func TestUpgradePlanText(t *testing.T) {
+	conn := func(n string) Connection { return Connection{Node: n, Host: "10.0.0.1"} }
+	in := KubernetesUpgradeArgs{Target: "v1.35.4", ControlPlanes: []Connection{conn("cp-1"), conn("cp-2")}, Workers: []Connection{conn("gpu-1")},
+		MaxUnavailable: 1, DrainTimeout: "5m", Port: 6443, Endpoint: "10.0.0.100:6443"}
+	at := func(v string) NodeVersions { return NodeVersions{ControlPlane: v, Kubelet: v, Joined: true} }
+	live := map[string]NodeVersions{"cp-1": at("v1.34.4"), "cp-2": at("v1.34.4"), "gpu-1": {Kubelet: "v1.34.4", Joined: true}}
+	got := planText(in, live, nil, "v1.34.4", nil)
+	for _, want := range []string{UpgradeSays + " v1.34.4 -> v1.35.4", "1. cp-1: kubeadm v1.35.4, then kubeadm upgrade apply v1.35.4", "2. cp-2:", "5. gpu-1: drain"} {
 		if !strings.Contains(got, want) {
-			t.Errorf("the preview does not say %q: %s", want, got)
+			t.Errorf("the plan does not say %q: %s", want, got)
 		}
 	}
-	if got := UpgradePreview(inputs, old, []string{"cp-2"}); !strings.Contains(got, "cp-2: excluded") {
+	if got := planText(in, live, nil, "v1.34.4", []string{"cp-2"}); !strings.Contains(got, "cp-2: excluded") {
 		t.Errorf("with cp-2 left out: %s", got)
 	}
-	inputs["kubernetesVersion"] = "v1.34.2"
-	if got := UpgradePreview(inputs, old, nil); !strings.Contains(got, "REFUSE") || !strings.Contains(got, "does not downgrade") {
+	in.Target = "v1.34.2"
+	if got := planText(in, live, nil, "v1.34.4", nil); !strings.HasPrefix(got, RefusalSays) || !strings.Contains(got, "does not downgrade") {
 		t.Errorf("a downgrade: %s", got)
 	}
-	if got := UpgradePreview(inputs, map[string]any{}, nil); got != "" {
+	// Nothing joined yet (the state of a first build): no plan to show.
+	if got := planText(in, map[string]NodeVersions{}, nil, "", nil); !strings.HasPrefix(got, UpgradeSays) || strings.Contains(got, "in this order") {
 		t.Errorf("nothing read yet: %q", got)
 	}
 }

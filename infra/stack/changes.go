@@ -205,7 +205,14 @@ func (s *Stack) PreviewChangesFor(ctx context.Context, refresh bool, run Run) ([
 	done := make(chan []Change)
 	go func() {
 		var out []Change
+		says := map[string]string{} // by URN: the upgrade's Diff says its plan
+		var urns []string
 		for ev := range ch {
+			if d := ev.DiagnosticEvent; d != nil && d.URN != "" {
+				if msg := strings.TrimSpace(d.Message); strings.HasPrefix(msg, provider.UpgradeSays) || strings.HasPrefix(msg, provider.RefusalSays) {
+					says[string(d.URN)] = strings.ReplaceAll(msg, "\n", "; ")
+				}
+			}
 			pre := ev.ResourcePreEvent
 			if pre == nil || pre.Metadata.Op == apitype.OpSame || pre.Metadata.Op == apitype.OpRead || pre.Metadata.Op == apitype.OpRefresh {
 				continue
@@ -223,10 +230,12 @@ func (s *Stack) PreviewChangesFor(ctx context.Context, refresh bool, run Run) ([
 				paths = append(paths, p)
 			}
 			c := classify(Change{Type: m.Type, Name: urnName(m.URN), Op: string(m.Op), Keys: m.Diffs, paths: paths}, old, inputs)
-			if m.Type == "homelab:index:KubernetesUpgrade" {
-				c.Upgrades = provider.UpgradePreview(inputs, old, run.UpgradeWithout)
-			}
 			out = append(out, c)
+			urns = append(urns, string(m.URN))
+		}
+		// Diff logs before its step starts; matched once all is in.
+		for i := range out {
+			out[i].Upgrades = says[urns[i]]
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 		done <- out
