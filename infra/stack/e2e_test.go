@@ -126,8 +126,9 @@ func (e *e2e) node(ctx context.Context, name, cmd string) string {
 // interruption after init, verified (with the seed's lab, then each of its
 // checks made to fail, and doctor naming a selector typo: issue 21), a
 // no-op second up, previews of inventory changes, no secret in state or
-// logs, destroy; then the single-ip layout over a half-done kubeadm init
-// left on cp-1.
+// logs, destroy; then the single-ip layout with the endpoint on cp-2 (the
+// control-plane node listed second), over a half-done kubeadm init left
+// there.
 func TestUpInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2E(t)
@@ -164,16 +165,22 @@ func TestUpInTheLab(t *testing.T) {
 	e.checkPreviews(ctx)
 	e.destroy(ctx, s)
 
-	// single-ip, over an init that was killed half-way on cp-1.
+	// single-ip with the endpoint on cp-2, the control-plane node listed
+	// second (kubeadm init runs there, not on the first), over an init
+	// that was killed half-way on it.
 	single := e.inventory("single", func(s string) string {
-		return strings.Replace(s, "layout: vip ", "layout: single-ip ", 1)
+		s = strings.Replace(s, "layout: vip ", "layout: single-ip ", 1)
+		return strings.Replace(s, "node: cp-1 ", "node: cp-2 ", 1)
 	})
-	e.halfInit(ctx)
+	e.halfInit(ctx, "cp-2")
 	s2 := e.open(ctx, single)
 	e.up(ctx, s2)
 	rep = e.verify(ctx, s2)
 	if !slices.Equal(rep.EtcdMembers, []string{"cp-1", "cp-2", "cp-3"}) {
 		t.Errorf("etcd members %v", rep.EtcdMembers)
+	}
+	if out := e.node(ctx, "cp-2", "test -f /etc/kubernetes/.homelab-init-complete && echo init"); strings.TrimSpace(out) != "init" {
+		t.Error("single-ip: kubeadm init did not run on the endpoint node cp-2")
 	}
 	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
 		if out := e.node(ctx, cp, "systemctl is-active keepalived || true"); strings.TrimSpace(out) == "active" {
@@ -195,11 +202,17 @@ func TestUpInTheLab(t *testing.T) {
 // kubeadm init is done, as a power cut of the workstation would: no
 // cleanup, the backend's lock and in-flight operations left behind.
 func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
+	return e.interruptWhen(ctx, s, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete")
+}
+
+// interruptWhen runs up and kills the engine with SIGKILL as soon as check
+// succeeds on node.
+func (e *e2e) interruptWhen(ctx context.Context, s *Stack, node, check string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
-			if out, err := e.lab.Run(ctx, "cp-1", "test -f /etc/kubernetes/.homelab-init-complete && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
+			if out, err := e.lab.Run(ctx, node, check+" && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
 				SignalCLI(syscall.SIGKILL)
 				return
 			}
@@ -210,10 +223,10 @@ func (e *e2e) interruptAfterInit(ctx context.Context, s *Stack) error {
 	return err
 }
 
-// halfInit leaves cp-1 as a killed kubeadm init would: static pod
+// halfInit leaves node as a killed kubeadm init would: static pod
 // manifests written, etcd data begun, no admin.conf.
-func (e *e2e) halfInit(ctx context.Context) {
-	e.node(ctx, "cp-1", "mkdir -p /etc/kubernetes/manifests /var/lib/etcd/member && echo 'apiVersion: v1' > /etc/kubernetes/manifests/etcd.yaml")
+func (e *e2e) halfInit(ctx context.Context, node string) {
+	e.node(ctx, node, "mkdir -p /etc/kubernetes/manifests /var/lib/etcd/member && echo 'apiVersion: v1' > /etc/kubernetes/manifests/etcd.yaml")
 }
 
 func (e *e2e) destroy(ctx context.Context, s *Stack) {

@@ -30,12 +30,14 @@ import (
 // embed their certificate are repaired (checkKubeletClientRepair).
 func TestCertificatesInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2E(t)
+	// Built with Cilium's kube-proxy replacement from the start, and
+	// checked as such (checkFreshCilium): every inventory below keeps it.
+	e := newE2EWith(t, withDataplane("cilium"))
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 
 	s := e.open(ctx, e.inventory("short", withCertificates("10m", "9m")))
-	e.up(ctx, s)
+	e.checkFreshCilium(ctx, s, func() { e.up(ctx, s) })
 	e.verify(ctx, s)
 	built := e.leaves(ctx, s.Inv)
 	var last time.Time

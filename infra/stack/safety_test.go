@@ -49,23 +49,9 @@ func TestSafeEditsInTheLab(t *testing.T) {
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
 	t.Setenv(ssh.CommandLogEnv, e.cmdLog)
 
-	// Every accepted inventory builds: single-ip with the endpoint on a
-	// control-plane node listed second.
-	single := e.inventory("single", func(s string) string {
-		s = strings.Replace(s, "layout: vip ", "layout: single-ip ", 1)
-		return strings.Replace(s, "node: alpha ", "node: bravo ", 1)
-	})
-	s := e.open(ctx, single)
-	e.up(ctx, s)
-	if rep := e.verify(ctx, s); len(rep.EtcdMembers) != 3 {
-		t.Errorf("single-ip with the endpoint on bravo: etcd members %v", rep.EtcdMembers)
-	}
-	if out := e.node(ctx, "bravo", "test -f /etc/kubernetes/.homelab-init-complete && echo init"); strings.TrimSpace(out) != "init" {
-		t.Error("single-ip: kubeadm init did not run on the endpoint node bravo")
-	}
-	e.destroy(ctx, s)
-
-	s = e.open(ctx, e.invPath)
+	// A single-ip build with the endpoint on the control-plane node listed
+	// second is TestUpInTheLab's.
+	s := e.open(ctx, e.invPath)
 	e.up(ctx, s)
 	e.verify(ctx, s)
 	members := e.memberIDs(ctx, "alpha")

@@ -98,6 +98,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 		}
 	}
 	refused(e.inventory("downgrade", declareVersion(from, "v1.34.2")), "a downgrade", "does not downgrade")
+	refused(e.inventory("skip", declareVersion(from, "v1.36.0")), "a skipped minor", "skips a minor", "v1.35")
 	if err := e.lab.PowerOff("cp-3"); err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +130,34 @@ func TestUpgradeInTheLab(t *testing.T) {
 	}
 	said := changes[i].String()
 	t.Logf("preview: %s", said)
+	for _, want := range []string{"UPGRADES Kubernetes " + from + " -> " + to, "1. cp-1: kubeadm " + to + ", then kubeadm upgrade apply " + to,
+		"2. cp-2: kubeadm " + to + ", then kubeadm upgrade node", "4. cp-1: drain, kubelet and kubectl", "7. gpu-1, gpu-2, gpu-3: drain", "8. gpu-4: drain"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the preview does not say %q", want)
+		}
+	}
 
 	// The upgrade stops at gpu-4's drain and says why. The API through
 	// the endpoint is written to every 200 ms meanwhile (figures, not
 	// assertions: this machine is shared).
 	sample := e.sampleWrites(ctx, s)
 	start := time.Now()
+	// Killed (SIGKILL, as a power cut of the workstation) once cp-1's
+	// kubeadm upgrade apply has finished: the next up goes on from what
+	// the nodes run, without a second apply.
+	err = e.interruptWhen(ctx, s, "cp-1", `[ "$(cat /var/lib/homelab/runs/kubeadm-upgrade/rc 2>/dev/null)" = 0 ]`)
+	t.Logf("figures: the up killed after cp-1's kubeadm upgrade apply, %s in: %v", time.Since(start).Round(time.Second), err)
+	if v := nodefacts.ParseVersions(e.node(ctx, "cp-1", nodefacts.VersionsScript)); v.ControlPlane() != to {
+		t.Fatalf("cp-1 runs %v after its apply", v.Components)
+	}
+	e.mutating()
 	_, err = s.Up(ctx, true)
-	t.Logf("figures: the upgrade's up, to gpu-4's drain, took %s; writes through the endpoint: %s", time.Since(start).Round(time.Second), sample())
+	t.Logf("figures: the upgrade's ups, to gpu-4's drain, took %s; writes through the endpoint: %s", time.Since(start).Round(time.Second), sample())
+	for _, m := range e.mutating() {
+		if strings.Contains(m, "kubeadm upgrade apply") {
+			t.Errorf("the up after the kill ran the apply again: %s", m)
+		}
+	}
 	if err == nil || !strings.Contains(err.Error()+e.log.String(), "default/hold-") || !strings.Contains(err.Error()+e.log.String(), "stays cordoned") {
 		t.Fatalf("the drain past its timeout did not stop the upgrade naming the pod: %v", err)
 	}
