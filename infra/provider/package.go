@@ -264,8 +264,19 @@ func installScript(in PackageArgs) string {
 fi
 `, k, quote(r.KeyURL), quote(r.Keyring+".asc"), quote(r.Keyring+".tmp"))
 	}
-	b.WriteString("apt-get update -q\n")
-	b.WriteString("apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ") + "\n")
+	install := "apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ")
+	if r := in.Repository; r != nil {
+		// Only the repository up manages is updated; every other list is
+		// kept (List-Cleanup=0). A mirror the node cannot reach made each
+		// install wait a minute on apt's retries, and kubeadm, kubelet
+		// and kubectl come from this repository alone. Should the install
+		// then miss a dependency from the system's repositories, they
+		// are all updated and the install tried again.
+		fmt.Fprintf(&b, "apt-get update -q -o Dir::Etc::sourcelist=%s -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0\n", quote(r.SourcesPath))
+		b.WriteString("if ! " + install + "; then\n  apt-get update -q\n  " + install + "\nfi\n")
+	} else {
+		b.WriteString("apt-get update -q\n" + install + "\n")
+	}
 	b.WriteString(holdCommand(in) + "\n")
 	if in.Enable != "" {
 		b.WriteString("systemctl enable " + quote(in.Enable) + "\n")

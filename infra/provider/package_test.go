@@ -196,6 +196,11 @@ func TestKubernetesInstallScript(t *testing.T) {
 	if !strings.Contains(s, "apt-mark hold 'kubeadm' 'kubelet' 'kubectl'") {
 		t.Errorf("not held:\n%s", s)
 	}
+	// Only the managed repository is updated first: an unreachable mirror
+	// elsewhere must not hold the install.
+	if first, _, _ := strings.Cut(s[strings.Index(s, "apt-get update"):], "\n"); !strings.Contains(first, "Dir::Etc::sourcelist='"+in.Repository.SourcesPath+"'") || !strings.Contains(first, "Dir::Etc::sourceparts=-") {
+		t.Errorf("the first update is not the managed repository's alone: %s", first)
+	}
 	if !strings.HasSuffix(s, "\nsystemctl enable 'kubelet'\n") {
 		t.Errorf("the kubelet is not enabled after the install:\n%s", s)
 	}
