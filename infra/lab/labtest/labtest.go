@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
@@ -29,7 +30,8 @@ const EnvKeep = envvars.E2EKeep
 
 // Need skips the test unless HOMELAB_E2E=1 and it runs as root (with
 // HOMELAB_REQUIRE_TOOLS=1, as in CI, not being root fails it instead),
-// and requires the tools named.
+// requires the tools named, and then holds the machine's lab for the test
+// (one lab at a time): call it before setting the test's deadlines.
 func Need(t testing.TB, toolNames ...string) {
 	t.Helper()
 	if os.Getenv(lab.EnvE2E) != "1" {
@@ -44,6 +46,26 @@ func Need(t testing.TB, toolNames ...string) {
 	for _, name := range toolNames {
 		toolstest.Require(t, name)
 	}
+	hold(t)
+}
+
+// holding are the tests that hold the machine's lab.
+var holding sync.Map
+
+// hold locks the machine for t, once. Need takes it, before the test sets
+// its deadlines: a test that waited for other packages' lab tests with its
+// clock running once found its context spent before its lab booted (every
+// node "no SSH login", after fourteen minutes of waiting).
+func hold(t testing.TB) {
+	t.Helper()
+	if _, ok := holding.Load(t); ok {
+		return
+	}
+	if err := lab.HoldMachine(t); err != nil {
+		t.Fatal(err)
+	}
+	holding.Store(t, true)
+	t.Cleanup(func() { holding.Delete(t) })
 }
 
 // Lab is a lab up for one test.
@@ -72,29 +94,12 @@ func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 // names): the lab is built from the edited inventory, InventoryPath.
 func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) string, onFail func()) *Lab {
 	t.Helper()
-	if err := lab.HoldMachine(t); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("/srv", "homelab-"+name+"-test-")
+	hold(t)
+	tl, err := upOnce(t, ctx, name, t.TempDir(), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl := &Lab{Lab: l, Dir: dir, Work: t.TempDir(), base: edit, t: t}
-	tl.InventoryPath = tl.Inventory("lab", nil)
-	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
-		// Down first: a lab partly up has nodes running, and its state is
-		// what finds them; removing the directory alone would orphan them
-		// (and fail every later test on the machine).
-		if derr := l.Down(false); derr != nil {
-			t.Logf("lab down after a failed up: %v", derr)
-		}
-		os.RemoveAll(dir)
-		t.Fatal(err)
-	}
+	l, dir := tl.Lab, tl.Dir
 	t.Cleanup(func() {
 		if t.Failed() && onFail != nil {
 			onFail()
@@ -110,6 +115,32 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 	})
 	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
 	return tl
+}
+
+// upOnce brings a lab up in a new directory, or leaves nothing behind.
+func upOnce(t testing.TB, ctx context.Context, name, work string, edit func(string) string) (*Lab, error) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/srv", "homelab-"+name+"-test-")
+	if err != nil {
+		return nil, err
+	}
+	l, err := lab.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	tl := &Lab{Lab: l, Dir: dir, Work: work, base: edit, t: t}
+	tl.InventoryPath = tl.Inventory("lab", nil)
+	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {
+		// Down first: a lab partly up has nodes running, and its state is
+		// what finds them; removing the directory alone would orphan them
+		// (and fail every later test on the machine).
+		if derr := l.Down(false); derr != nil {
+			t.Logf("lab down after a failed up: %v", derr)
+		}
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return tl, nil
 }
 
 // Inventory writes inventory/lab.yaml as UpWith edited it, with this lab's
