@@ -47,12 +47,12 @@ func declareVersion(from, to string) func(string) string {
 // TestUpgradeInTheLab is issue 13 end to end. Nodes that start without
 // kubeadm, kubelet or kubectl get them from the lab's signed apt
 // repository through the real apt and dpkg, at v1.34.4 and held, and the
-// cluster builds on them. A downgrade, and v1.35.4 with a control-plane
-// node off, are refused before anything changes. Then v1.35.4 is
-// declared: preview lists the plan in kubeadm's order, up upgrades until
-// a PodDisruptionBudget holds gpu-4's drain past its timeout, and stops
-// naming the pod; the budget lifted, the next up resumes (no second
-// apply). Afterwards every Node's kubelet, every control-plane node's
+// cluster builds on them. A downgrade, a skipped minor, and v1.35.4 with
+// a control-plane node off, are refused before anything changes. Then
+// v1.35.4 is declared: preview lists the plan in kubeadm's order; up is
+// killed once cp-1's apply has finished, and the next goes on (no second
+// apply) until a PodDisruptionBudget holds gpu-4's drain past its timeout,
+// and stops naming the pod; the budget lifted, the next up resumes. Afterwards every Node's kubelet, every control-plane node's
 // apiserver and kubeadm-config say v1.35.4, the packages are held there,
 // etcd's members are the same, the witness written before is there, and
 // the next up changes nothing and runs no mutating command.
