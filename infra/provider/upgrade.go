@@ -355,9 +355,11 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 	}
 	for i, s := range plan.Steps {
 		log.Infof("upgrade step %d/%d: %s: %s", i+1, len(plan.Steps), strings.Join(s.Nodes, ", "), s.Action)
+		began := time.Now()
 		if err := u.step(ctx, s); err != nil {
 			return st, fmt.Errorf("upgrade step %d/%d (%s, %s) stopped: %w. The steps before it are done; the next up resumes from what the nodes run", i+1, len(plan.Steps), strings.Join(s.Nodes, ", "), s.Action, err)
 		}
+		log.Infof("upgrade step %d/%d done in %s", i+1, len(plan.Steps), time.Since(began).Round(time.Second))
 		for _, n := range s.Nodes {
 			v := st.Live[n]
 			if s.Action == upgrade.Apply || s.Action == upgrade.ControlPlane {

@@ -131,7 +131,7 @@ func (e *e2e) watchNodes(ctx context.Context) *nodeWatch {
 
 // end stops the watch and checks that every node was NotReady with the
 // network reason before it was Ready: no Node is Ready before the CNI.
-func (w *nodeWatch) end(t *testing.T) {
+func (w *nodeWatch) end(t testing.TB) {
 	t.Helper()
 	close(w.stop)
 	w.done.Wait()

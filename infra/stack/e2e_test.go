@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) { labtest.Main(m) }
 
 type e2e struct {
-	t        *testing.T
+	t        testing.TB
 	lab      *labtest.Lab
 	stateDir string
 	cmdLog   string
@@ -32,15 +32,15 @@ type e2e struct {
 	work     string
 }
 
-func needE2E(t *testing.T) { labtest.Need(t, "pulumi", "kubeadm") }
+func needE2E(t testing.TB) { labtest.Need(t, "pulumi", "kubeadm") }
 
 // newE2E brings up a lab from inventory/lab.yaml (its SSH paths pointed
 // at the test lab's) and a state dir for the stack.
-func newE2E(t *testing.T) *e2e { return newE2EWith(t, nil) }
+func newE2E(t testing.TB) *e2e { return newE2EWith(t, nil) }
 
 // newE2EWith brings the lab up from inventory/lab.yaml edited by base (nil:
 // as it is): what the lab makes depends on it (cluster.packages).
-func newE2EWith(t *testing.T, base func(string) string) *e2e {
+func newE2EWith(t testing.TB, base func(string) string) *e2e {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := &e2e{t: t, log: &bytes.Buffer{}}

@@ -221,11 +221,21 @@ func TestUpgradeInTheLab(t *testing.T) {
 	}
 }
 
-// sampleWrites writes a ConfigMap through the endpoint every 200 ms (an
-// apiserver that answers and an etcd that commits) until the returned
-// function is called, which says how many writes failed and the longest
-// time between two successful ones.
-func (e *e2e) sampleWrites(ctx context.Context, s *Stack) func() string {
+// writes is what sampleWrites saw: writes through the endpoint (an
+// apiserver that answers and an etcd that commits) that succeeded and
+// failed, and the longest time between two successful ones.
+type writes struct {
+	Written, Failed int
+	Longest         time.Duration
+}
+
+func (w writes) String() string {
+	return fmt.Sprintf("%d written, %d failed, longest time without a write %s", w.Written, w.Failed, w.Longest.Round(10*time.Millisecond))
+}
+
+// sampleWrites writes a ConfigMap through the endpoint every 200 ms until
+// the returned function is called, which returns what it saw.
+func (e *e2e) sampleWrites(ctx context.Context, s *Stack) func() writes {
 	e.t.Helper()
 	outs, err := s.Outputs(ctx)
 	if err != nil {
@@ -247,35 +257,38 @@ func (e *e2e) sampleWrites(ctx context.Context, s *Stack) func() string {
 		e.t.Fatal(err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan string)
+	done := make(chan writes)
 	go func() {
-		var writes, failed int
-		var longest time.Duration
+		var w writes
 		last := time.Now()
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
 			case <-sctx.Done():
-				done <- fmt.Sprintf("%d written, %d failed, longest time without a write %s", writes, failed, max(longest, time.Since(last)).Round(10*time.Millisecond))
+				w.Longest = max(w.Longest, time.Since(last))
+				done <- w
 				return
 			case <-tick.C:
 			}
-			cm.Data = map[string]string{"n": strconv.Itoa(writes + failed)}
+			cm.Data = map[string]string{"n": strconv.Itoa(w.Written + w.Failed)}
 			wctx, wcancel := context.WithTimeout(sctx, time.Second)
 			_, err := cms.Update(wctx, cm, metav1.UpdateOptions{})
 			wcancel()
 			if err != nil {
 				if sctx.Err() == nil {
-					failed++
+					w.Failed++
 				}
 				continue
 			}
-			writes++
-			longest, last = max(longest, time.Since(last)), time.Now()
+			w.Written++
+			w.Longest, last = max(w.Longest, time.Since(last)), time.Now()
 		}
 	}()
-	return func() string { cancel(); return <-done }
+	return func() writes {
+		cancel()
+		return <-done
+	}
 }
 
 // etcdctlMembers prints the member IDs and names, sorted.
