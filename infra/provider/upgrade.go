@@ -166,7 +166,16 @@ func upgradeChanges(in KubernetesUpgradeArgs, st KubernetesUpgradeState) changeS
 func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]) (infer.DiffResponse, error) {
 	d := upgradeChanges(req.Inputs, req.State)
 	if len(d) > 0 {
-		say(ctx, req.Inputs, req.State.Live, nil, req.State.ClusterVersion)
+		live, unread, cv := req.State.Live, map[string]string(nil), req.State.ClusterVersion
+		if !anyJoined(live) {
+			// A first build reads the nodes before kubeadm init, so its
+			// state knows no member until a refresh: read them now (read
+			// only) rather than show an empty plan.
+			if l, u, c, err := survey(reading(ctx), req.Inputs); err == nil {
+				live, unread, cv = l, u, c
+			}
+		}
+		say(ctx, req.Inputs, live, unread, cv)
 	}
 	return d.diff(false), nil
 }
@@ -195,6 +204,15 @@ func planText(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map
 		return fmt.Sprintf("%s to %s where the members run an older version; the plan is made from what they run when up starts (a preview with refresh shows it)", UpgradeSays, in.Target)
 	}
 	return fmt.Sprintf("%s %s -> %s, in this order:\n%s", UpgradeSays, plan.From, plan.To, strings.Join(plan.Lines(), "\n"))
+}
+
+func anyJoined(live map[string]NodeVersions) bool {
+	for _, v := range live {
+		if v.Joined {
+			return true
+		}
+	}
+	return false
 }
 
 // survey reads every node's versions and, through the first control-plane
@@ -237,10 +255,8 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]Node
 			return live, unread, cv, nil
 		}
 	}
-	for _, v := range live {
-		if v.Joined {
-			return live, unread, "", fmt.Errorf("kubeadm-config cannot be read through any control-plane node: is the API up? (homelab doctor says what is wrong)")
-		}
+	if anyJoined(live) {
+		return live, unread, "", fmt.Errorf("kubeadm-config cannot be read through any control-plane node: is the API up? (homelab doctor says what is wrong)")
 	}
 	return live, unread, "", nil // no cluster yet
 }
