@@ -66,6 +66,8 @@ const (
 	RequireTools = "HOMELAB_REQUIRE_TOOLS"
 	// E2EKeep=1 keeps a failed test's lab up for a look inside.
 	E2EKeep = "HOMELAB_E2E_KEEP"
+	// E2ELong=1 also runs the lab tests CI's time leaves out.
+	E2ELong = "HOMELAB_E2E_LONG"
 	// DrillLayout, DrillSeconds and DrillKinds shape BenchmarkDrills
 	// (docs/layouts.md).
 	DrillLayout  = "HOMELAB_DRILL_LAYOUT"

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"crypto/x509"
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"net"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ const (
 // stack's own kubeconfig (the renewed admin.conf), doctor too, and the up
 // after it is a no-op.
 func TestExpiredControlPlaneRevivesInTheLab(t *testing.T) {
+	labtest.Long(t, "the revival waits for the control plane to expire and holds the lab about 12 minutes")
 	needE2E(t)
 	e := newE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)

@@ -55,6 +55,7 @@ var ciDrills = map[string][]impact.Failure{
 // no split brain beyond the prediction, the holder after recovery) is what
 // the drill measured.
 func TestDrillsMatchCompare(t *testing.T) {
+	labtest.Long(t, "ten drills on two layouts hold the lab about 10 minutes")
 	needE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()

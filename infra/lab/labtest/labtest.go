@@ -49,6 +49,19 @@ func Need(t testing.TB, toolNames ...string) {
 	hold(t)
 }
 
+// EnvLong runs the lab tests CI leaves out.
+const EnvLong = envvars.E2ELong
+
+// Long skips a lab test CI leaves out unless HOMELAB_E2E_LONG=1: one that
+// would take CI past its 90 minutes (the lab runs one test at a time on
+// two cores). why says what it costs; call it before Need.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(EnvLong) != "1" {
+		t.Skipf("%s: set %s=1 (with %s=1) to run it; CI's time leaves it out", why, EnvLong, lab.EnvE2E)
+	}
+}
+
 // holding are the tests that hold the machine's lab.
 var holding sync.Map
 
