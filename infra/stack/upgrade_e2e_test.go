@@ -51,8 +51,8 @@ func declareVersion(from, to string) func(string) string {
 // cluster builds on them. A downgrade, a skipped minor, and v1.35.4 with
 // a control-plane node off, are refused before anything changes. Then
 // v1.35.4 is declared: preview lists the plan in kubeadm's order; up is
-// killed once cp-1's apply has finished, and the next goes on (no second
-// apply) until a PodDisruptionBudget holds gpu-4's drain past its timeout,
+// killed while cp-2's kubeadm upgrade node runs, and the next goes on (no
+// second apply) until a PodDisruptionBudget holds gpu-4's drain past its timeout,
 // and stops naming the pod; the budget lifted, the next up resumes. Afterwards every Node's kubelet, every control-plane node's
 // apiserver and kubeadm-config say v1.35.4, the packages are held there,
 // etcd's members are the same, the witness written before is there, and
@@ -151,11 +151,12 @@ func TestUpgradeInTheLab(t *testing.T) {
 	// assertions: this machine is shared).
 	sample := e.sampleWrites(ctx, s)
 	start := time.Now()
-	// Killed (SIGKILL, as a power cut of the workstation) once cp-1's
-	// kubeadm upgrade apply has finished: the next up goes on from what
-	// the nodes run, without a second apply.
-	err = e.interruptWhen(ctx, s, "cp-1", `[ "$(cat /var/lib/homelab/runs/kubeadm-upgrade/rc 2>/dev/null)" = 0 ]`)
-	t.Logf("figures: the up killed after cp-1's kubeadm upgrade apply, %s in: %v", time.Since(start).Round(time.Second), err)
+	// Killed (SIGKILL, as a power cut of the workstation) once cp-1 is
+	// done and cp-2's kubeadm upgrade node runs (detached, it goes on):
+	// the next up waits for it, then goes on from what the nodes run,
+	// without a second apply.
+	err = e.interruptWhen(ctx, s, "cp-2", "test -e /var/lib/homelab/runs/kubeadm-upgrade/pid")
+	t.Logf("figures: the up killed while cp-2's kubeadm upgrade node ran, %s in: %v", time.Since(start).Round(time.Second), err)
 	if v := nodefacts.ParseVersions(e.node(ctx, "cp-1", nodefacts.VersionsScript)); v.ControlPlane() != to {
 		t.Fatalf("cp-1 runs %v after its apply", v.Components)
 	}
