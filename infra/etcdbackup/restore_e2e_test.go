@@ -343,6 +343,7 @@ func (d *drill) scheduled(ctx context.Context) {
 // from a surviving member's raw db with one node left, the third back
 // later and rejoined.
 func TestRestoreInTheLab(t *testing.T) {
+	labtest.Long(t, "two restores from quorum loss hold the lab about 9 minutes")
 	needE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
