@@ -227,13 +227,13 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 	if len(nodes) == 0 {
 		nodes = st.Nodes
 	}
-	type reading struct {
+	type expiryRead struct {
 		exp map[string]string
 		err error
 	}
-	read := eachNode(nodes, func(n Connection) reading {
+	read := eachNode(nodes, func(n Connection) expiryRead {
 		exp, err := readNode(ctx, n, st.LiveExpiry[n.Node], revivalRead, expiryOn(ctx))
-		return reading{exp, err}
+		return expiryRead{exp, err}
 	})
 	live := map[string]map[string]string{}
 	for i, n := range nodes {

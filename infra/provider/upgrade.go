@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -220,12 +219,12 @@ func anyJoined(live map[string]NodeVersions) bool {
 // read are in unread, with why.
 func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]NodeVersions, unread map[string]string, clusterVersion string, err error) {
 	live, unread = map[string]NodeVersions{}, map[string]string{}
-	type reading struct {
+	type versionsRead struct {
 		v   nodefacts.Versions
 		err error
 	}
 	conns := in.conns()
-	read := eachNode(conns, func(conn Connection) reading {
+	read := eachNode(conns, func(conn Connection) versionsRead {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
 			out, _, err := query(ctx, c, nodefacts.VersionsScript)
 			return nodefacts.ParseVersions(out), err
@@ -233,7 +232,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]Node
 		if failed && err == nil {
 			err = fmt.Errorf("%s: not read", conn.Node)
 		}
-		return reading{v, err}
+		return versionsRead{v, err}
 	})
 	for i, conn := range conns {
 		v, err := read[i].v, read[i].err
@@ -610,21 +609,14 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 	case upgrade.Kubelet:
 		return u.kubelet(ctx, s.Nodes[0], false)
 	default:
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var errs *multierror.Error
-		for _, n := range s.Nodes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := u.kubelet(ctx, n, true); err != nil {
-					mu.Lock()
-					errs = multierror.Append(errs, err)
-					mu.Unlock()
-				}
-			}()
+		batch := make([]Connection, len(s.Nodes))
+		for i, n := range s.Nodes {
+			batch[i] = u.conns[n]
 		}
-		wg.Wait()
+		var errs *multierror.Error
+		for _, err := range eachNode(batch, func(c Connection) error { return u.kubelet(ctx, c.Node, true) }) {
+			errs = multierror.Append(errs, err)
+		}
 		return errs.ErrorOrNil()
 	}
 }
