@@ -68,13 +68,13 @@ func sshDial(ctx context.Context, c Connection) (ssh.Executor, error) {
 	if ctx.Value(readingKey{}) != nil {
 		opts = append(opts, ssh.WithRetry(readRetry))
 	}
-	cl, err := ssh.Dial(ctx, c.target(), opts...)
-	if err != nil {
-		// Not a typed nil in the interface: callers test err only.
-		return nil, err
-	}
-	return cl, nil
+	return sshPool.Dial(ctx, c.target(), opts...)
 }
+
+// sshPool keeps one connection per node for this provider process, which
+// serves every resource of an up: see ssh.Pool. A node nobody used for
+// half a minute is let go.
+var sshPool = ssh.NewPool(30 * time.Second)
 
 func dial(ctx context.Context, c Connection) (ssh.Executor, error) {
 	open := sshDial

@@ -161,6 +161,9 @@ type Client struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+	// sessions, when not nil, bounds the sessions open at once (a pooled
+	// connection's callers share the host's MaxSessions).
+	sessions chan struct{}
 }
 
 var _ Executor = (*Client)(nil)
@@ -393,6 +396,61 @@ func (c *Client) Query(ctx context.Context, cmd string) (Result, error) {
 	return c.exec(ctx, cmd, nil)
 }
 
+// acquire waits for a session's turn on a connection that bounds them.
+func (c *Client) acquire(ctx context.Context) error {
+	if c.sessions == nil {
+		return nil
+	}
+	select {
+	case c.sessions <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) releaseSession() {
+	if c.sessions != nil {
+		<-c.sessions
+	}
+}
+
+// refused marks a session the host would not open: nothing ran.
+type refused struct{ error }
+
+func refusedIf(cond bool, err error) error {
+	if cond {
+		return refused{err}
+	}
+	return err
+}
+
+// whileRefused calls open until the host opens the session, for up to 20 s.
+// sshd counts a session against MaxSessions until it has reaped the
+// session's process, which on a loaded host comes a while after the
+// session ended: a connection whose callers keep within the bound is
+// still refused now and then.
+func (c *Client) whileRefused(ctx context.Context, open func() error) error {
+	giveUp := time.Now().Add(20 * time.Second)
+	backoff := 50 * time.Millisecond
+	for {
+		err := open()
+		var r refused
+		if !errors.As(err, &r) {
+			return err
+		}
+		if time.Now().Add(backoff).After(giveUp) {
+			return r.error
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), r.error)
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
 // pidMarker starts every command: the shell reports its PID on stderr
 // before running the command, and output strips that line. sshd makes the
 // shell a session leader, so the PID names the command's process group.
@@ -406,7 +464,16 @@ func (c *Client) exec(ctx context.Context, cmd string, stdin []byte) (Result, er
 	if err := ctx.Err(); err != nil {
 		return Result{ExitCode: -1}, c.cmdErr(cmd, err)
 	}
-	sess, err := c.conn.NewSession()
+	if err := c.acquire(ctx); err != nil {
+		return Result{ExitCode: -1}, c.cmdErr(cmd, err)
+	}
+	defer c.releaseSession()
+	var sess *gossh.Session
+	err := c.whileRefused(ctx, func() (err error) {
+		sess, err = c.conn.NewSession()
+		var refused *gossh.OpenChannelError
+		return refusedIf(errors.As(err, &refused), err)
+	})
 	if err != nil {
 		return Result{ExitCode: -1}, c.cmdErr(cmd, err)
 	}
@@ -606,7 +673,17 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 		return err
 	}
 	sc, _ := scp.NewClientBySSH(c.conn) // never Closed: that would close c.conn
-	if err := sc.Copy(ctx, bytes.NewReader(content), tmp, "0600", int64(len(content))); err != nil {
+	if err := c.acquire(ctx); err != nil {
+		return fmt.Errorf("ssh %s: upload %s: %w", c.node, p, err)
+	}
+	err := c.whileRefused(ctx, func() error {
+		err := sc.Copy(ctx, bytes.NewReader(content), tmp, "0600", int64(len(content)))
+		// go-scp keeps only the text of NewSession's error, under this
+		// prefix; its session never started, so nothing was written.
+		return refusedIf(err != nil && strings.HasPrefix(err.Error(), "Error creating ssh session"), err)
+	})
+	c.releaseSession()
+	if err != nil {
 		c.removeAfter(ctx, tmp)
 		return fmt.Errorf("ssh %s: upload %s: %w", c.node, p, err)
 	}

@@ -176,8 +176,7 @@ func (e *e2e) replaceFirstControlPlane(ctx context.Context, inv string) string {
 	start := time.Now()
 	e.up(ctx, s)
 	w.end()
-	t.Logf("figures: up re-joining a replaced cp-1 %s; %d probes: %d failed etcd reads, %d failed /readyz through the VIP (longest outage %s)",
-		time.Since(start).Round(time.Millisecond), w.probes, w.etcdFail, w.apiFail, w.longestAPI.Round(time.Millisecond))
+	t.Logf("figures: up re-joining a replaced cp-1 %s; %s", time.Since(start).Round(time.Millisecond), w)
 	if w.etcdFail > 0 {
 		t.Errorf("etcd failed %d linearizable reads while cp-1 re-joined: quorum lost", w.etcdFail)
 	}
