@@ -313,7 +313,10 @@ func (KubernetesUpgrade) Read(ctx context.Context, req infer.ReadRequest[Kuberne
 		in = st.KubernetesUpgradeArgs
 	}
 	live, _, cv, err := survey(reading(ctx), in)
-	if err == nil {
+	// Nothing read (every node off, or refusing the state's key) is no
+	// news: an empty kubeadm-config version would plan an apply of the
+	// version the cluster already runs.
+	if err == nil && len(live) > 0 {
 		// Unread nodes keep their last versions.
 		for n, v := range live {
 			if st.Live == nil {

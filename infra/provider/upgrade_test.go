@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi-go-provider/infer"
+
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/upgrade"
@@ -52,6 +54,35 @@ func TestUpgradeChanges(t *testing.T) {
 		if got := upgradeChanges(in, st).has("kubernetesVersion"); got != tc.want {
 			t.Errorf("%s: change %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestUpgradeReadOfNoNode: a refresh that reads no node (all off, or all
+// refusing the state's key) keeps what the state knew, so the next Diff
+// plans nothing for a cluster at its target.
+func TestUpgradeReadOfNoNode(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	in.Target = "v1.34.4"
+	for _, n := range l.nodes {
+		n.dialErr = unreachableErr(n.name)
+	}
+	at := map[string]NodeVersions{}
+	for _, c := range in.conns() {
+		at[c.Node] = NodeVersions{Kubelet: "v1.34.4", Joined: true}
+		if strings.HasPrefix(c.Node, "cp-") {
+			at[c.Node] = NodeVersions{ControlPlane: "v1.34.4", Kubelet: "v1.34.4", Joined: true}
+		}
+	}
+	st := KubernetesUpgradeState{KubernetesUpgradeArgs: in, Reached: "v1.34.4", Live: at, ClusterVersion: "v1.34.4"}
+	res, err := KubernetesUpgrade{}.Read(l.ctx(), infer.ReadRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]{ID: "kubernetes", Inputs: in, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.ClusterVersion != "v1.34.4" {
+		t.Errorf("kubeadm-config's version after reading no node: %q, want the state's v1.34.4", res.State.ClusterVersion)
+	}
+	if upgradeChanges(in, res.State).has("kubernetesVersion") {
+		t.Error("a cluster at its target, no node read, plans an upgrade")
 	}
 }
 
