@@ -4,6 +4,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -110,6 +111,12 @@ func TestManagerLifecycle(t *testing.T) {
 }
 
 func TestReloadSendsSIGHUPOrRunsExecReload(t *testing.T) {
+	// initd handles SIGHUP itself (initd.go), so the services it starts
+	// begin with its default action. This test's process does not: run
+	// under nohup, it would hand its ignored SIGHUP on to sleep.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "reloaded")
 	m := newTestManager(t, map[string]string{
