@@ -221,7 +221,7 @@ func environment(o Options) (map[string]string, error) {
 		// cloud APIs; ours mostly wait on SSH commands, so on a two-core
 		// machine a fresh build's seventy files were written eight at a
 		// time. Measured on the 7-node lab: fresh up 1m59s at 8, 1m32s
-		// at 32 (docs/benchmarks.md).
+		// at 32 (docs/provisioning.md, "How the steps reach the nodes").
 		env["PULUMI_PARALLEL"] = strconv.Itoa(Parallel)
 	}
 	if os.Getenv("PULUMI_BACKEND_URL") == "" {
