@@ -22,15 +22,21 @@ func pooled(t *testing.T, p *Pool, e *env, knownHosts string) Executor {
 	return ex
 }
 
-func clientOf(ex Executor) *Client { return ex.(*lease).Client }
-
-func TestPoolSharesAndClosesWhenIdle(t *testing.T) {
+// poolWithSSHD gives a namespace with an sshd, its known_hosts and a pool
+// closed with the test.
+func poolWithSSHD(t *testing.T, idle time.Duration) (*env, string, *Pool) {
 	e := newEnv(t)
 	hk := newEd25519(t)
 	e.startSSHD(port, hk)
-	kh := e.knownHosts(port, pub(t, hk))
-	p := NewPool(300 * time.Millisecond)
-	defer p.Close()
+	p := NewPool(idle)
+	t.Cleanup(p.Close)
+	return e, e.knownHosts(port, pub(t, hk)), p
+}
+
+func clientOf(ex Executor) *Client { return ex.(*lease).Client }
+
+func TestPoolSharesAndClosesWhenIdle(t *testing.T) {
+	e, kh, p := poolWithSSHD(t, 300*time.Millisecond)
 
 	a, b := pooled(t, p, e, kh), pooled(t, p, e, kh)
 	if clientOf(a) != clientOf(b) {
@@ -63,12 +69,7 @@ func TestPoolSharesAndClosesWhenIdle(t *testing.T) {
 // connection: they take turns instead of being refused. (Sessions start
 // slowly in this harness's namespace, about a second each, so twelve.)
 func TestPoolBoundsSessions(t *testing.T) {
-	e := newEnv(t)
-	hk := newEd25519(t)
-	e.startSSHD(port, hk)
-	kh := e.knownHosts(port, pub(t, hk))
-	p := NewPool(time.Minute)
-	defer p.Close()
+	e, kh, p := poolWithSSHD(t, time.Minute)
 	ex := pooled(t, p, e, kh)
 	defer ex.Close()
 
@@ -103,12 +104,7 @@ func TestPoolBoundsSessions(t *testing.T) {
 // A connection that broke (its machine went away) is not handed out
 // again; the next caller dials a new one.
 func TestPoolForgetsBrokenConnection(t *testing.T) {
-	e := newEnv(t)
-	hk := newEd25519(t)
-	e.startSSHD(port, hk)
-	kh := e.knownHosts(port, pub(t, hk))
-	p := NewPool(time.Minute)
-	defer p.Close()
+	e, kh, p := poolWithSSHD(t, time.Minute)
 	a := pooled(t, p, e, kh)
 	clientOf(a).conn.Close()
 	if _, err := a.Query(context.Background(), "true"); err == nil {
