@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/apiview"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/ciliumagent"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/clientcert"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/mirror"
@@ -390,6 +391,8 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 		c.Logf("API TLS: %v", err)
 		return nil
 	}
+	// The Node and its pods, watched as the kubelet watches them.
+	view := apiview.Start(ctx, client, c.NodeName)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(3)
@@ -403,6 +406,8 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 			NodeName: c.NodeName,
 			NodeIP:   c.NodeIP,
 			Interval: c.MirrorInterval,
+			API:      view,
+			Changed:  view.Changed(),
 			Pods:     sup.Pods,
 			Logf:     c.Logf,
 		})
@@ -417,6 +422,8 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 			StateDir:     c.PodStateDir,
 			Root:         c.Root,
 			Interval:     c.PodInterval,
+			API:          view,
+			Changed:      view.Changed(),
 			Images:       c.Images,
 			Env:          c.Env,
 			LogDir:       c.LogDir,

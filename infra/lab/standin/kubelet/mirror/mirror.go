@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/apiview"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
 
@@ -41,7 +42,11 @@ type Options struct {
 	Interval time.Duration
 	// Pods returns the static pods as the supervisor sees them.
 	Pods func() []staticpod.PodState
-	Logf func(format string, args ...any)
+	// API is where the Node and its pods are read (nil: polled with the
+	// client on every sync); Changed, when set, starts a sync at once.
+	API     apiview.Source
+	Changed <-chan struct{}
+	Logf    func(format string, args ...any)
 }
 
 // Run syncs the mirror pods until ctx ends.
@@ -51,6 +56,9 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) {
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf
+	}
+	if o.API == nil {
+		o.API = apiview.Poll{Client: client, NodeName: o.NodeName}
 	}
 	s := &syncer{client: client, o: o, posted: map[types.UID]string{}}
 	t := time.NewTicker(o.Interval)
@@ -70,6 +78,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-o.Changed:
 		}
 	}
 }
@@ -83,22 +92,22 @@ type syncer struct {
 }
 
 func (s *syncer) sync(ctx context.Context) error {
-	node, err := s.client.CoreV1().Nodes().Get(ctx, s.o.NodeName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	node, ok, err := s.o.API.Node(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		// Mirror pods are owned by the Node: nothing to do before it is
 		// registered (again).
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("node: %w", err)
-	}
-	list, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + s.o.NodeName})
+	list, err := s.o.API.Pods(ctx)
 	if err != nil {
 		return err
 	}
 	existing := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range list {
+		p := &list[i]
 		if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 			existing[p.Namespace+"/"+p.Name] = p
 		}
@@ -118,6 +127,9 @@ func (s *syncer) sync(ctx context.Context) error {
 		}
 		if cur == nil {
 			created, err := s.client.CoreV1().Pods(ns).Create(ctx, s.build(st, ns, name, node), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				continue // created by the last sync, not yet in the view
+			}
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("create %s: %v", key, err))
 				continue
@@ -204,6 +216,10 @@ func (s *syncer) postStatus(ctx context.Context, p *corev1.Pod, st staticpod.Pod
 	p = p.DeepCopy()
 	p.Status = s.status(p, st)
 	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			// The view lags the write before: the next sync posts again.
+			return nil
+		}
 		return err
 	}
 	s.posted[p.UID] = key

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/apiview"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
 
@@ -40,7 +41,7 @@ func TestSync(t *testing.T) {
 	}
 	state := []staticpod.PodState{{Spec: spec, Running: true, PID: 42, Started: time.Now()}}
 	s := &syncer{client: client, posted: map[types.UID]string{}, o: Options{
-		NodeName: "cp1", NodeIP: "10.0.0.11", Pods: func() []staticpod.PodState { return state },
+		NodeName: "cp1", NodeIP: "10.0.0.11", API: apiview.Poll{Client: client, NodeName: "cp1"}, Pods: func() []staticpod.PodState { return state },
 	}}
 	if err := s.sync(ctx); err != nil {
 		t.Fatal(err)

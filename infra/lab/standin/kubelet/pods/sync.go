@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/apiview"
 )
 
 // DefaultStateDir is where the stand-in remembers which pods' containers
@@ -57,6 +58,10 @@ type Options struct {
 	Root     string
 	Agents   []Agent
 	Interval time.Duration
+	// API is where the Node and its pods are read (nil: polled with the
+	// client on every sync); Changed, when set, starts a sync at once.
+	API     apiview.Source
+	Changed <-chan struct{}
 	// Images is where a run-to-completion pod's container binaries come
 	// from (nil: Env's PATH, for tests); on a node, the lab's image tree.
 	Images *images.Store
@@ -88,6 +93,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options) {
 			return
 		case <-time.After(o.Interval):
 		case <-s.wake: // a container ended
+		case <-o.Changed:
 		}
 	}
 }
@@ -98,6 +104,9 @@ func newSyncer(client kubernetes.Interface, o Options) *syncer {
 	}
 	if o.StateDir == "" {
 		o.StateDir = DefaultStateDir
+	}
+	if o.API == nil {
+		o.API = apiview.Poll{Client: client, NodeName: o.NodeName}
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf
@@ -164,12 +173,12 @@ func (s *syncer) save(r record) error {
 }
 
 func (s *syncer) sync(ctx context.Context) error {
-	node, err := s.client.CoreV1().Nodes().Get(ctx, s.o.NodeName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil // not registered (yet, or again)
-	}
+	node, ok, err := s.o.API.Node(ctx)
 	if err != nil {
-		return fmt.Errorf("node: %w", err)
+		return err
+	}
+	if !ok {
+		return nil // not registered (yet, or again)
 	}
 	if cidr := node.Spec.PodCIDR; cidr != "" && cidr != s.podCIDR {
 		// As the kubelet does: the runtime's CNI allocates from it.
@@ -179,14 +188,14 @@ func (s *syncer) sync(ctx context.Context) error {
 		}
 		s.podCIDR = cidr
 	}
-	list, err := s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + s.o.NodeName})
+	list, err := s.o.API.Pods(ctx)
 	if err != nil {
 		return err
 	}
 	live := map[types.UID]bool{}
 	var errs []string
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for i := range list {
+		pod := &list[i]
 		if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 			continue
 		}
