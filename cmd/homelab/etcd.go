@@ -175,7 +175,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\nup after the restore took %s: %v\n", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
 			warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
-			return verifyAndReport(ctx, cmd, s)
+			return verifyAndReport(ctx, cmd, s, res.Outputs)
 		},
 	}
 	f.add(cmd)

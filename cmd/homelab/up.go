@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-dev/homelab/infra/lab"
@@ -149,7 +150,7 @@ func newUpCommand() *cobra.Command {
 		if skipVerify {
 			return nil
 		}
-		return verifyAndReport(ctx, cmd, s)
+		return verifyAndReport(ctx, cmd, s, res.Outputs)
 	})
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read every resource's live state first, so drift on the nodes is repaired")
 	cmd.Flags().BoolVar(&skipVerify, "skip-verify", false, "do not verify the cluster afterwards")
@@ -159,10 +160,14 @@ func newUpCommand() *cobra.Command {
 	return cmd
 }
 
-func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
-	outs, err := s.Outputs(ctx)
-	if err != nil {
-		return err
+// verifyAndReport verifies the cluster with the stack's outputs: those an
+// up just returned, or (nil) read from the stack, two more runs of the CLI.
+func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack, outs auto.OutputMap) error {
+	if outs == nil {
+		var err error
+		if outs, err = s.Outputs(ctx); err != nil {
+			return err
+		}
 	}
 	kc, _ := outs["kubeconfig"].Value.(string)
 	rep, verr := verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: dialer()})
@@ -348,7 +353,7 @@ func newKubeconfigCommand() *cobra.Command {
 
 func newVerifyCommand() *cobra.Command {
 	cmd := stackCommand("verify -f FILE", "Verify the running cluster against the inventory, then run the seed's lab in namespace "+verify.Namespace, func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
-		return verifyAndReport(ctx, cmd, s)
+		return verifyAndReport(ctx, cmd, s, nil)
 	})
 	cmd.Long = "Checks nodes, etcd, the API at every address (TLS verified per name) and a write read back from etcd; then " +
 		"asks the cluster itself, as the seed's lab does: explain " + verify.DefaultPractice().Resource + " " + verify.DefaultPractice().FieldPath +
