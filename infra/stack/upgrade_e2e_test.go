@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,7 +57,6 @@ func declareVersion(from, to string) func(string) string {
 // etcd's members are the same, the witness written before is there, and
 // the next up changes nothing and runs no mutating command.
 func TestUpgradeInTheLab(t *testing.T) {
-	labtest.Long(t, "the upgrade end to end holds the lab about 12 minutes")
 	needE2E(t)
 	from, to := tools.KubernetesVersion, tools.UpgradeKubernetesVersion
 	for _, b := range []string{"kubeadm", "kube-apiserver", "kubectl"} {
