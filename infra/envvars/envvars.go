@@ -29,7 +29,8 @@ const (
 	// itself for an inventory of the running lab).
 	Netns = "HOMELAB_NETNS"
 	// CommandLog is a file every SSH command is appended to, marked
-	// mutating or not (the tests count mutating commands with it).
+	// mutating or not, and every change made through an SSH tunnel (the
+	// tests count mutating commands with it).
 	CommandLog = "HOMELAB_COMMAND_LOG"
 	// Cache is where infra/tools/setup.sh builds kubeadm, etcd, the Pulumi
 	// CLI and the language host, keyed by version (default

@@ -562,6 +562,9 @@ func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) e
 		`set -e; b=`+BeforeRestoreDir+`; rm -rf "$b"; mkdir -p "$b"; if [ -d `+d+`/member ]; then mv `+d+`/member "$b/"; fi`); err != nil {
 		return err
 	}
+	if err := s.c.Note("etcd member add --learner " + s.peerURL()); err != nil {
+		return err
+	}
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	resp, err := cli.MemberAddAsLearner(actx, []string{s.peerURL()})
 	cancel()
@@ -586,6 +589,9 @@ func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) e
 		return err
 	}
 	if _, err := mustRun(ctx, s, "removing its set-aside etcd manifest", "rm -f "+AsideDir+"/etcd.yaml"); err != nil {
+		return err
+	}
+	if err := s.c.Note(fmt.Sprintf("etcd member promote %x", resp.Member.ID)); err != nil {
 		return err
 	}
 	if err := waitFor(ctx, 3*time.Minute, "its member to catch up and be promoted", func() error {

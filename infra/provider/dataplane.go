@@ -245,6 +245,9 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 	} else {
 		t, err := releaseTarget(ctx, c, st.DataplaneArgs)
 		if err == nil {
+			err = c.Note(fmt.Sprintf("helm uninstall %s/%s", st.Namespace, st.Release))
+		}
+		if err == nil {
 			err = helmrelease.Uninstall(ctx, t, st.timeout())
 		}
 		c.Close()
@@ -475,6 +478,9 @@ func applyRelease(ctx context.Context, c ssh.Executor, in DataplaneArgs, what st
 	}
 	log := p.GetLogger(ctx)
 	log.Infof("applying release %s (chart %s %s) %s", in.Release, ch.Metadata.Name, ch.Metadata.Version, what)
+	if err := c.Note(fmt.Sprintf("helm apply %s/%s (chart %s %s)", in.Namespace, in.Release, ch.Metadata.Name, ch.Metadata.Version)); err != nil {
+		return err
+	}
 	_, err = helmrelease.Apply(ctx, t, ch, values, in.timeout(), nil)
 	return err
 }

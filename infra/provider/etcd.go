@@ -46,7 +46,7 @@ func (e *EtcdMembers) Annotate(a infer.Annotator) {
 }
 
 // withEtcd runs fn with a client to etcd on the first reachable node.
-func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) error) error {
+func withEtcd(ctx context.Context, via []Connection, fn func(cli *clientv3.Client, tunnel ssh.Executor) error) error {
 	var errs []error
 	for _, conn := range via {
 		err := func() error {
@@ -60,7 +60,7 @@ func withEtcd(ctx context.Context, via []Connection, fn func(*clientv3.Client) e
 				return fmt.Errorf("%s: %w", conn.Node, err)
 			}
 			defer cli.Close()
-			return fn(cli)
+			return fn(cli, c)
 		}()
 		if err == nil {
 			return nil
@@ -93,7 +93,7 @@ func plain(ms []memberHealth) []EtcdMember {
 // in progress.
 func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, error) {
 	var live []memberHealth
-	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client) error {
+	err := withEtcd(ctx, in.Via, func(cli *clientv3.Client, tunnel ssh.Executor) error {
 		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
@@ -109,11 +109,14 @@ func convergeMembers(ctx context.Context, in EtcdMembersArgs) ([]EtcdMember, err
 			case m.Name == "":
 			case !declared:
 				p.GetLogger(ctx).Warningf("etcd member %s (%s) belongs to no declared control-plane node", m.Name, m.PeerURL)
-				if err := removeMember(ctx, cli, m, false); err != nil {
+				if err := removeMember(ctx, cli, tunnel, m, false); err != nil {
 					errs = append(errs, err)
 				}
 			case url != m.PeerURL:
 				p.GetLogger(ctx).Infof("etcd member %s: peer URL %s -> %s", m.Name, m.PeerURL, url)
+				if err := tunnel.Note(fmt.Sprintf("etcd member update %x %s: peer URL %s -> %s", m.ID, m.Name, m.PeerURL, url)); err != nil {
+					return err
+				}
 				if _, err := cli.MemberUpdate(ctx, m.ID, []string{url}); err != nil {
 					return fmt.Errorf("updating etcd member %s: %w", m.Name, err)
 				}

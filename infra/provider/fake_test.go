@@ -92,7 +92,7 @@ type fakeFile struct {
 
 // fakeEvent is one thing a step did on a node, as the command log has it.
 type fakeEvent struct {
-	kind     string // run, upload, read
+	kind     string // run, upload, read, tunnel
 	mutating bool
 	cmd      string // the command, or the path
 	stdin    string
@@ -223,6 +223,11 @@ func (c *fakeConn) Read(ctx context.Context, path string) ([]byte, error) {
 
 func (c *fakeConn) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return nil, fmt.Errorf("ssh %s: forward to %s: the fake node has no services", c.node.name, addr)
+}
+
+func (c *fakeConn) Note(action string) error {
+	c.node.record(fakeEvent{kind: "tunnel", mutating: true, cmd: action})
+	return nil
 }
 
 func (c *fakeConn) HostKey() string { return c.node.hostKey }

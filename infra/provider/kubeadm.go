@@ -613,7 +613,7 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 // member it is keeps none: there is nothing to remove it from.
 func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
 	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
-	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client) error {
+	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client, tunnel ssh.Executor) error {
 		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
@@ -625,7 +625,7 @@ func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
 			if len(ms) == 1 {
 				return nil
 			}
-			return removeMember(ctx, cli, m, false)
+			return removeMember(ctx, cli, tunnel, m, false)
 		}
 		return nil
 	})

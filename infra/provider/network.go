@@ -184,6 +184,9 @@ func restartAgents(ctx context.Context, c ssh.Executor, in DataplaneArgs, nodes 
 		}
 		p.GetLogger(ctx).Warningf("%s: its container runtime has no pod network (no CNI configuration): restarting its Cilium agent, which writes %s", n, cilium.ConfigFile)
 		for _, pod := range pods.Items {
+			if err := c.Note("delete pod " + in.Namespace + "/" + pod.Name); err != nil {
+				return err
+			}
 			if err := cs.CoreV1().Pods(in.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%s: restarting Cilium agent %s: %w", n, pod.Name, err)
 			}

@@ -8,6 +8,8 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
 // memberHealth is one etcd member as a removal must see it.
@@ -96,7 +98,7 @@ func readMembers(ctx context.Context, cli *clientv3.Client, health bool) ([]memb
 // member of a replaced machine (replacing: its data went with the old
 // disk); the removal must leave quorum; and it is the only removal of
 // this up.
-func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, replacing bool) error {
+func removeMember(ctx context.Context, cli *clientv3.Client, tunnel ssh.Executor, m memberHealth, replacing bool) error {
 	members, err := readMembers(ctx, cli, true)
 	if err != nil {
 		return fmt.Errorf("reading etcd's members: %w", err)
@@ -127,6 +129,10 @@ func removeMember(ctx context.Context, cli *clientv3.Client, m memberHealth, rep
 		return fmt.Errorf("etcd member %s is left in place: one member change per up keeps etcd's quorum safe; run up again to remove it", who)
 	}
 	p.GetLogger(ctx).Warningf("removing etcd member %s (%s)", who, m.PeerURL)
+	if err := tunnel.Note(fmt.Sprintf("etcd member remove %x %s (%s)", m.ID, m.Name, m.PeerURL)); err != nil {
+		memberRemovals.Add(-1)
+		return err
+	}
 	if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
 		memberRemovals.Add(-1)
 		return fmt.Errorf("removing etcd member %s: %w", who, err)

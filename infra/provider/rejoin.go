@@ -56,7 +56,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 		return nil
 	}
 	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
-	return withEtcd(ctx, in.Peers, func(cli *clientv3.Client) error {
+	return withEtcd(ctx, in.Peers, func(cli *clientv3.Client, tunnel ssh.Executor) error {
 		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
@@ -66,7 +66,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 				continue
 			}
 			p.GetLogger(ctx).Warningf("%s: removing its stale etcd member %x (%s %s) before it re-joins", node, m.ID, m.Name, m.PeerURL)
-			return removeMember(ctx, cli, m, true)
+			return removeMember(ctx, cli, tunnel, m, true)
 		}
 		return nil
 	})

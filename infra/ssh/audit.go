@@ -15,7 +15,8 @@ import (
 type Event struct {
 	Time time.Time `json:"time"`
 	Node string    `json:"node"`
-	// Kind is "run", "upload" or "read".
+	// Kind is "run", "upload", "read", or "tunnel" for a change made
+	// through a forwarded connection (Executor.Note).
 	Kind string `json:"kind"`
 	// Mutating is false for Query and Read: the caller's word that they
 	// change nothing.

@@ -98,6 +98,12 @@ type Executor interface {
 	// services bound to its loopback (etcd) or on its network (the API
 	// behind a VIP the caller cannot route to).
 	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+	// Note records a change the caller is about to make through a
+	// connection DialContext opened (an etcd member removed, a Helm
+	// release installed), as mutating: what flows through a tunnel is
+	// not a command, but the log must show every change to the cluster.
+	// Its error stops the change, as a failed record stops a command.
+	Note(action string) error
 	// HostKey is the SHA256 fingerprint of the host key the machine
 	// showed and known_hosts vouched for: who the machine is.
 	HostKey() string
@@ -339,6 +345,9 @@ func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Con
 	}
 	return conn, nil
 }
+
+// Note implements Executor: a "tunnel" event.
+func (c *Client) Note(action string) error { return c.record("tunnel", true, action) }
 
 // HostKey is the SHA256 fingerprint of the verified key the host showed:
 // a replaced machine shows a new one once the user has accepted it.

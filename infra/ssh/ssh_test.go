@@ -260,6 +260,9 @@ func TestAuditLog(t *testing.T) {
 	if b, err := c.Read(ctx, file); err != nil || string(b) != secret {
 		t.Fatalf("Read: %q, %v", b, err)
 	}
+	if err := c.Note("etcd member remove 8e9e05c52164694d cp-3"); err != nil {
+		t.Fatal(err)
+	}
 
 	want := []Event{
 		{Node: "test-node", Kind: "run", Mutating: true, Cmd: "true"},
@@ -267,6 +270,7 @@ func TestAuditLog(t *testing.T) {
 		{Node: "test-node", Kind: "run", Mutating: true, Cmd: "cat >/dev/null"},
 		{Node: "test-node", Kind: "upload", Mutating: true, Cmd: file},
 		{Node: "test-node", Kind: "read", Mutating: false, Cmd: file},
+		{Node: "test-node", Kind: "tunnel", Mutating: true, Cmd: "etcd member remove 8e9e05c52164694d cp-3"},
 	}
 	raw, err := os.ReadFile(logPath)
 	if err != nil {
@@ -318,6 +322,10 @@ func TestAuditLogUnwritable(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("the unrecorded command ran")
+	}
+	// A change through a tunnel is stopped the same way.
+	if err := c.Note("helm apply kube-system/cilium"); err == nil {
+		t.Error("Note succeeded although the command log could not be written")
 	}
 }
 

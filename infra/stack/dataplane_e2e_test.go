@@ -413,6 +413,11 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	if rel := e.release(ctx, s); rel.Revision != 2 {
 		t.Errorf("release after the swap: %+v", rel)
 	}
+	// The upgrade went through an SSH tunnel, not a command: the command
+	// log still shows it.
+	if m := e.mutating(); !slices.ContainsFunc(m, func(l string) bool { return strings.Contains(l, ": tunnel helm apply kube-system/cilium") }) {
+		t.Errorf("the command log does not show the release's upgrade: %v", m)
+	}
 
 	// Re-applying changes nothing, GPU workers included.
 	e.mutating()

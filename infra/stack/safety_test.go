@@ -141,6 +141,11 @@ func TestSafeEditsInTheLab(t *testing.T) {
 			t.Error("charlie lost its keys or etcd data without consent")
 		}
 		e.up(ctx, sw, "charlie")
+		if m := e.mutating(); !slices.ContainsFunc(m, func(l string) bool {
+			return strings.Contains(l, ": tunnel etcd member remove ") && strings.Contains(l, "charlie")
+		}) {
+			t.Errorf("the command log does not show charlie's etcd member removed: %v", m)
+		}
 		got := e.memberIDs(ctx, "alpha")
 		if len(got) != 2 || !slices.Contains(members, got[0]) || !slices.Contains(members, got[1]) {
 			t.Errorf("etcd members %v after removing charlie, were %v", got, members)

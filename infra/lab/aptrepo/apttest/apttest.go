@@ -186,6 +186,9 @@ func (e executor) Read(ctx context.Context, path string) ([]byte, error) {
 func (e executor) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return nil, errors.New("apttest: a throwaway root dials nothing")
 }
+func (e executor) Note(string) error {
+	return errors.New("apttest: a throwaway root has no tunnel to change anything through")
+}
 func (e executor) HostKey() string { return "SHA256:apttest" }
 func (e executor) Close() error    { return nil }
 
