@@ -46,8 +46,10 @@ type HostState struct {
 	OS        string            `pulumi:"os"`
 	Kernel    string            `pulumi:"kernel"`
 	Versions  map[string]string `pulumi:"versions,optional"`
-	GPUs      []string          `pulumi:"gpus,optional"`
-	Missing   []string          `pulumi:"missing,optional"`
+	// Stamps identify the file each version was read from (versionScript).
+	Stamps  map[string]string `pulumi:"stamps,optional"`
+	GPUs    []string          `pulumi:"gpus,optional"`
+	Missing []string          `pulumi:"missing,optional"`
 	// HostKey is the fingerprint of the host key seen live; ConvergedHostKey
 	// the one seen by the last up. They differ once a replaced machine's
 	// new key was accepted, which preview shows as this node's change.
@@ -73,12 +75,43 @@ echo "kernel=$(uname -r)"
 ( . /etc/os-release 2>/dev/null; echo "os=$PRETTY_NAME" )
 for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
 ip -o -4 addr show scope global 2>/dev/null | grep -v ' secondary ' | while read -r _ _ _ a _; do echo "addr=${a%%/*}"; done
-command -v kubeadm >/dev/null && echo "version.kubeadm=$(kubeadm version -o short 2>/dev/null)"
-command -v kubelet >/dev/null && echo "version.kubelet=$(kubelet --version 2>/dev/null | awk '{print $2}')"
-command -v keepalived >/dev/null && echo "version.keepalived=$(keepalived --version 2>&1 | head -1 | awk '{print $2}')"
-command -v containerd >/dev/null && echo "version.containerd=$(containerd --version 2>/dev/null | awk '{print $3}')"
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
 true`
+
+// versionCommands print each tool's version (Versions, by tool).
+var versionCommands = []struct{ tool, cmd string }{
+	{"kubeadm", `kubeadm version -o short 2>/dev/null`},
+	{"kubelet", `kubelet --version 2>/dev/null | awk '{print $2}'`},
+	{"keepalived", `keepalived --version 2>&1 | head -1 | awk '{print $2}'`},
+	{"containerd", `containerd --version 2>/dev/null | awk '{print $3}'`},
+}
+
+// versionScript prints each installed tool's version and stamp: its
+// path, inode, size, and change and modification times (to the
+// nanosecond). A tool whose stamp is the one prev recorded is the same
+// file, so prev's version is printed instead of running it: every refresh
+// ran four binaries on every node, most of them large Go programs, while
+// the whole cluster's other reads compete for the same cores. Replacing a
+// binary (dpkg renames a new file over it, a copy writes it in place)
+// changes its inode or its change time, which only root setting the
+// clock back could undo. A stat that fails gives no stamp, and the tool
+// is run.
+func versionScript(prev HostState) string {
+	var b strings.Builder
+	for _, v := range versionCommands {
+		run := `echo "version.` + v.tool + `=$(` + v.cmd + `)"`
+		cached := ""
+		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {
+			cached = `if [ -n "$s" ] && [ "$s" = ` + quote(stamp) + ` ]; then echo version.` + v.tool + `=` + quote(version) + `; else ` + run + `; fi`
+		}
+		if cached == "" {
+			cached = run
+		}
+		b.WriteString(`p=$(command -v ` + v.tool + `) && { s=$(stat -Lc '%i %s %z %y' "$p") && s="$p $s" || s=; echo "stamp.` + v.tool + `=$s"; ` + cached + `; }` + "\n")
+	}
+	b.WriteString("true\n")
+	return b.String()
+}
 
 func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infer.CreateResponse[HostState], error) {
 	if req.DryRun {
@@ -102,19 +135,22 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 	return infer.CreateResponse[HostState]{ID: req.Inputs.Connection.Node, Output: st}, nil
 }
 
+// readFacts reads every fact afresh: no version is taken from a stamp.
 func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
 	c, err := dial(ctx, in.Connection)
 	if err != nil {
 		return HostState{HostArgs: in, Versions: map[string]string{}}, err
 	}
 	defer c.Close()
-	return factsOf(ctx, c, in)
+	return factsOf(ctx, c, in, HostState{})
 }
 
-func factsOf(ctx context.Context, c ssh.Executor, in HostArgs) (HostState, error) {
-	st := HostState{HostArgs: in, Versions: map[string]string{}}
+// factsOf reads the node's facts; a tool whose stamp is prev's keeps
+// prev's version (versionScript).
+func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (HostState, error) {
+	st := HostState{HostArgs: in, Versions: map[string]string{}, Stamps: map[string]string{}}
 	st.HostKey = c.HostKey()
-	script := factsScript
+	script := factsScript + "\n" + versionScript(prev)
 	for _, cmd := range in.Requires {
 		script += "\ncommand -v " + quote(cmd) + " >/dev/null || echo missing=" + quote(cmd)
 	}
@@ -122,6 +158,16 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs) (HostState, error
 	if err != nil {
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
 	}
+	st.parseFacts(out)
+	if data, err := c.Read(ctx, pki.CertificatesDir+"/ca.crt"); err == nil {
+		st.CA, _ = pki.CAPin(data)
+	}
+	st.JoinedAs = joinedAs(ctx, c)
+	return st, nil
+}
+
+// parseFacts reads the facts script's key=value lines into st.
+func (st *HostState) parseFacts(out string) {
 	for _, line := range strings.Split(out, "\n") {
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
@@ -144,15 +190,12 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs) (HostState, error
 			st.Missing = append(st.Missing, v)
 		case strings.HasPrefix(k, "version."):
 			st.Versions[strings.TrimPrefix(k, "version.")] = v
+		case strings.HasPrefix(k, "stamp."):
+			st.Stamps[strings.TrimPrefix(k, "stamp.")] = v
 		}
 	}
 	sort.Strings(st.MACs)
 	sort.Strings(st.Addresses)
-	if data, err := c.Read(ctx, pki.CertificatesDir+"/ca.crt"); err == nil {
-		st.CA, _ = pki.CAPin(data)
-	}
-	st.JoinedAs = joinedAs(ctx, c)
-	return st, nil
 }
 
 // joinedAs is the node name the machine's kubelet holds a client
@@ -253,7 +296,7 @@ var hostRead = readPolicy[HostState]{Unreachable: keepLast, KeyRefused: keepLast
 func (Host) Read(ctx context.Context, req infer.ReadRequest[HostArgs, HostState]) (infer.ReadResponse[HostArgs, HostState], error) {
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, hostRead, func(c ssh.Executor) (HostState, error) {
-		st, err := factsOf(ctx, c, req.State.HostArgs)
+		st, err := factsOf(ctx, c, req.State.HostArgs, req.State)
 		if err != nil {
 			return st, unanswered(err)
 		}

@@ -106,6 +106,7 @@ func (h *HostState) Annotate(a infer.Annotator) {
 	a.Describe(&h.OS, "The node's operating system (os-release PRETTY_NAME).")
 	a.Describe(&h.Kernel, "The node's kernel release.")
 	a.Describe(&h.Versions, "Installed versions of kubeadm, kubelet, keepalived and containerd, by command.")
+	a.Describe(&h.Stamps, "The file each version was read from, by command: path, inode, size, change and modification times. A refresh runs a command for its version only when its stamp changed.")
 	a.Describe(&h.GPUs, "NVIDIA GPUs nvidia-smi lists on the node.")
 	a.Describe(&h.Missing, "Required commands the node lacks.")
 	a.Describe(&h.HostKey, "The fingerprint of the host key seen live.")
