@@ -25,8 +25,9 @@ type fixture struct {
 	labUp   time.Duration
 }
 
-// newFixture brings a lab up. On error the caller still calls close.
-func newFixture(ctx context.Context, name string) (*fixture, error) {
+// newFixture brings a lab up from inventory/lab.yaml with workers
+// workers. On error the caller still calls close.
+func newFixture(ctx context.Context, name string, workers int) (*fixture, error) {
 	dir, err := os.MkdirTemp("/srv", "homelab-bench-"+name+"-")
 	if err != nil {
 		return nil, err
@@ -44,7 +45,11 @@ func newFixture(ctx context.Context, name string) (*fixture, error) {
 	if err != nil {
 		return fx, err
 	}
-	inv := strings.ReplaceAll(string(data), "/srv/homelab-lab/ssh/id_ed25519", fx.lab.KeyPath())
+	inv, err := withWorkers(string(data), workers)
+	if err != nil {
+		return fx, err
+	}
+	inv = strings.ReplaceAll(inv, "/srv/homelab-lab/ssh/id_ed25519", fx.lab.KeyPath())
 	inv = strings.ReplaceAll(inv, "/srv/homelab-lab/ssh/known_hosts", fx.lab.KnownHostsPath())
 	fx.invPath = filepath.Join(fx.work, "lab.yaml")
 	if err := os.WriteFile(fx.invPath, []byte(inv), 0o644); err != nil {
@@ -120,4 +125,29 @@ func preflight() error {
 		return fmt.Errorf("missing tools (nothing was started):\n  %s", strings.Join(missing, "\n  "))
 	}
 	return nil
+}
+
+// labWorkers are inventory/lab.yaml's workers: its four GPU workers.
+const labWorkers = 4
+
+// withWorkers is inventory/lab.yaml with n workers: its own four, then
+// plain workers worker-05, worker-06, ... on the next addresses and MACs
+// (the lab's /24 has room for 120 more). A homelab grows by such nodes.
+func withWorkers(inv string, n int) (string, error) {
+	switch {
+	case n < labWorkers:
+		return "", fmt.Errorf("-workers %d: the lab has at least its own %d GPU workers", n, labWorkers)
+	case n > labWorkers+100:
+		return "", fmt.Errorf("-workers %d: at most %d fit the lab's addresses", n, labWorkers+100)
+	}
+	const last = "    gpus: {vendor: nvidia, count: 1, model: \"RTX 4090\"}\n"
+	if !strings.HasSuffix(inv, last) || !strings.Contains(inv, "address: 10.77.0.133\n") {
+		return "", fmt.Errorf("inventory/lab.yaml no longer ends with gpu-4 at 10.77.0.133: teach withWorkers its new shape")
+	}
+	var b strings.Builder
+	b.WriteString(inv)
+	for i := labWorkers; i < n; i++ {
+		fmt.Fprintf(&b, "  - {name: worker-%02d, role: worker, address: 10.77.0.%d, mac: \"52:54:00:4d:00:%02x\", interface: eth0}\n", i+1, 130+i, 0x82+i)
+	}
+	return b.String(), nil
 }

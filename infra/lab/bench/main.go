@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -49,11 +50,20 @@ import (
 // Goals of issues 4 and 16.
 const (
 	goalCritical   = 1.15            // fresh up <= goalCritical x critical path
-	goalSequential = 1.5             // sequential script >= goalSequential x fresh up
-	goalNoop       = 8 * time.Second // no-op up under this
+	goalSequential = 1.5             // sequential script >= goalSequential x fresh up, 7 nodes
+	goalNoop       = 8 * time.Second // no-op up under this, 7 nodes
+
+	// At 28 nodes (25 workers): the script's chain grows by a join per
+	// worker, the up's by little, a no-op and a fresh up by little more.
+	scaleWorkers        = 25
+	goalSequentialScale = 2.5     // sequential script >= this x fresh up
+	goalNoopScale       = 2.0     // no-op up < this x the 7-node no-op
+	goalFreshScale      = 1.5     // fresh up < this x the 7-node fresh up
+	goalPSSScale        = 3 << 30 // the lab's memory under 3 GiB
 )
 
 var (
+	workers    = flag.String("workers", "4,25", "the lab sizes to measure, as worker counts beside the 3 control-plane nodes, in one run (4: inventory/lab.yaml; more add plain workers)")
 	verbose    = flag.Bool("progress", false, "stream the engine's progress output to stderr")
 	kubeadmLog = flag.String("kubeadm-log", "", "diagnosis: run the sequential script's kubeadm with --v=5 and keep its output in this directory (slows kubeadm a little)")
 )
@@ -73,18 +83,46 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	rep, err := run()
+	sizes, err := parseSizes(*workers)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	reps, err := run(sizes)
+	for _, rep := range reps {
+		rep.print(os.Stdout)
+	}
+	printScaling(os.Stdout, reps)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	rep.print(os.Stdout)
 }
 
-// report holds every figure of one run.
+// parseSizes reads -workers: worker counts, ascending, no repeats.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < labWorkers {
+			return nil, fmt.Errorf("-workers %q: comma-separated worker counts, each at least %d (inventory/lab.yaml's own)", s, labWorkers)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-workers %q: give the counts ascending, each once", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// report holds every figure of one lab size.
 type report struct {
-	date time.Time
-	load string // /proc/loadavg when the run started: other work skews it
+	date    time.Time
+	load    string // /proc/loadavg when the run started: other work skews it
+	workers int
+	// pss is the lab's memory after the fresh up: the proportional set
+	// size of every process in its namespaces.
+	pss int64
 
 	stackLabUp   time.Duration
 	open         time.Duration
@@ -110,13 +148,18 @@ type report struct {
 	phases   []phase
 }
 
-func run() (*report, error) {
+func run(sizes []int) ([]*report, error) {
 	if err := preflight(); err != nil {
 		return nil, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	// Two labs per size, each node's join a few seconds in the script.
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute+time.Duration(total)*time.Minute)
 	defer cancel()
 
 	logf("waiting for the machine's lab slot (lab.LockMachine)")
@@ -130,23 +173,28 @@ func run() (*report, error) {
 			return nil, fmt.Errorf("network namespace %s exists: a lab is up outside the benchmark (homelab lab down first)", ns)
 		}
 	}
-	rep := &report{date: time.Now(), load: loadavg()}
 	// The provider (a child of the engine) and this process dial the nodes
 	// from the lab's gateway namespace: no traffic leaves the lab.
 	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
-	if err := measureStack(ctx, rep); err != nil {
-		return rep, err
+	var reps []*report
+	for _, n := range sizes {
+		rep := &report{date: time.Now(), load: loadavg(), workers: n}
+		reps = append(reps, rep)
+		logf("%d control-plane nodes + %d workers", 3, n)
+		if err := measureStack(ctx, rep); err != nil {
+			return reps, err
+		}
+		if err := measureSequential(ctx, rep); err != nil {
+			return reps, err
+		}
 	}
-	if err := measureSequential(ctx, rep); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return reps, nil
 }
 
 // measureStack: a fresh up on a fresh lab with an empty state, timed
 // against its critical path, then a no-op up.
 func measureStack(ctx context.Context, rep *report) (err error) {
-	fx, err := newFixture(ctx, "stack")
+	fx, err := newFixture(ctx, "stack", rep.workers)
 	defer func() {
 		if cerr := fx.close(); err == nil {
 			err = cerr
@@ -221,6 +269,10 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 	rep.finish = end.Sub(last)
 	rep.failedSteps = clock.failed
 
+	if rep.pss, err = labPSS(); err != nil {
+		logf("the lab's memory: %v", err)
+	}
+
 	// The no-op up: nothing changed, exactly `homelab up`'s path.
 	rep.freshMutating = mutating(fx.cmdLog)
 	logf("no-op up ...")
@@ -239,7 +291,7 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 
 // measureSequential: the plain script on another fresh lab.
 func measureSequential(ctx context.Context, rep *report) (err error) {
-	fx, err := newFixture(ctx, "sequential")
+	fx, err := newFixture(ctx, "sequential", rep.workers)
 	defer func() {
 		if cerr := fx.close(); err == nil {
 			err = cerr
@@ -282,15 +334,22 @@ func mutating(path string) int {
 
 func (r *report) print(out io.Writer) {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-	fmt.Fprintf(out, "\nhomelab benchmark (issue 4), %s\n", r.date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(out, "\nhomelab benchmark (issues 4 and 16), %d nodes, %s\n", 3+r.workers, r.date.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(out, "machine: %d cores, %s, %s; load average at start %s\n", runtime.NumCPU(), kernel(), runtime.Version(), r.load)
-	fmt.Fprintf(out, "lab: inventory/lab.yaml (3 control-plane nodes + 4 workers, vip layout), a fresh lab per build\n\n")
+	fmt.Fprintf(out, "lab: inventory/lab.yaml (3 control-plane nodes + 4 GPU workers, vip layout)")
+	if r.workers > labWorkers {
+		fmt.Fprintf(out, " and %d plain workers", r.workers-labWorkers)
+	}
+	fmt.Fprintf(out, ", a fresh lab per build\n\n")
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\ttime\tnotes")
 	fmt.Fprintf(tw, "lab up (stack run)\t%s\tnot in any ratio\n", sec(r.stackLabUp))
 	fmt.Fprintf(tw, "stack open\t%s\tsecrets, config; not in any ratio\n", sec(r.open))
 	fmt.Fprintf(tw, "fresh up\t%s\t%s\n", sec(r.fresh), fmtChanges(r.freshChanges))
+	if r.pss > 0 {
+		fmt.Fprintf(tw, "  the lab's memory after it\t%.2f GiB\tPSS of every process in the lab's namespaces\n", float64(r.pss)/(1<<30))
+	}
 	fmt.Fprintf(tw, "  start -> first step\t%s\tpulumi CLI, program, provider plugin, until the first custom resource's step\n", sec(r.startup))
 	fmt.Fprintf(tw, "  last step -> done\t%s\toutputs, snapshot, CLI exit\n", sec(r.finish))
 	fmt.Fprintf(tw, "  critical path\t%s\t%d steps on it\n", sec(r.critical), len(r.chain))
@@ -331,28 +390,38 @@ func (r *report) print(out io.Writer) {
 	}
 	if r.seq > 0 {
 		ratio := r.seq.Seconds() / r.fresh.Seconds()
-		fmt.Fprintf(tw, "  sequential script / fresh up\t%.2fx\t>= %.2fx\t%s\n", ratio, goalSequential, verdict(ratio >= goalSequential))
+		goal := goalSequential
+		if r.workers >= scaleWorkers {
+			goal = goalSequentialScale
+		}
+		fmt.Fprintf(tw, "  sequential script / fresh up\t%.2fx\t>= %.2fx\t%s\n", ratio, goal, verdict(ratio >= goal))
 	}
 	if r.noop > 0 {
-		result, why := r.noopVerdict()
+		// The time goal is the 7-node lab's; a bigger one's is relative
+		// to it (printScaling).
+		limit, target := goalNoop, fmt.Sprintf("< %s, all same, 0 mutating", sec(goalNoop))
+		if r.workers != labWorkers {
+			limit, target = 0, "all same, 0 mutating"
+		}
+		result, why := r.noopVerdict(limit)
 		if why != "" {
 			result += " (" + why + ")"
 		}
-		fmt.Fprintf(tw, "  no-op up\t%s\t< %s, all same, 0 mutating\t%s\n", sec(r.noop), sec(goalNoop), result)
+		fmt.Fprintf(tw, "  no-op up\t%s\t%s\t%s\n", sec(r.noop), target, result)
 	}
 	tw.Flush()
 }
 
-// noopVerdict judges the no-op up: PASS when it was quick, changed no
-// resource and ran no mutating command; MISS with what failed; INVALID
-// when the fresh up logged no mutating command, since then the log that
-// shows the no-op's zero is not being written.
-func (r *report) noopVerdict() (string, string) {
+// noopVerdict judges the no-op up: PASS when it took less than limit (0:
+// no limit), changed no resource and ran no mutating command; MISS with
+// what failed; INVALID when the fresh up logged no mutating command,
+// since then the log that shows the no-op's zero is not being written.
+func (r *report) noopVerdict(limit time.Duration) (string, string) {
 	if r.freshMutating == 0 {
 		return "INVALID", "the fresh up logged no mutating command: the command log is not written"
 	}
 	var why []string
-	if r.noop >= goalNoop {
+	if limit > 0 && r.noop >= limit {
 		why = append(why, "too slow")
 	}
 	var changed []string
@@ -372,6 +441,33 @@ func (r *report) noopVerdict() (string, string) {
 		return "MISS", strings.Join(why, "; ")
 	}
 	return "PASS", ""
+}
+
+// printScaling compares the largest lab with the 7-node one.
+func printScaling(out io.Writer, reps []*report) {
+	var small, big *report
+	for _, r := range reps {
+		if r.workers == labWorkers && r.fresh > 0 {
+			small = r
+		}
+		if r.workers >= scaleWorkers && r.fresh > 0 && r.noop > 0 {
+			big = r
+		}
+	}
+	if small == nil || big == nil || small.noop == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nscaling, %d nodes against %d:\n", 3+big.workers, 3+small.workers)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  goal\tmeasured\ttarget\tresult")
+	noop := big.noop.Seconds() / small.noop.Seconds()
+	fmt.Fprintf(tw, "  no-op up\t%.2fx\t< %.1fx\t%s\n", noop, goalNoopScale, verdict(noop < goalNoopScale))
+	fresh := big.fresh.Seconds() / small.fresh.Seconds()
+	fmt.Fprintf(tw, "  fresh up\t%.2fx\t< %.1fx\t%s\n", fresh, goalFreshScale, verdict(fresh < goalFreshScale))
+	if big.pss > 0 {
+		fmt.Fprintf(tw, "  the lab's memory\t%.2f GiB\t< %.0f GiB\t%s\n", float64(big.pss)/(1<<30), float64(goalPSSScale)/(1<<30), verdict(big.pss < goalPSSScale))
+	}
+	tw.Flush()
 }
 
 func verdict(ok bool) string {

@@ -25,7 +25,7 @@ func TestNoopVerdict(t *testing.T) {
 		{"a fresh up that logged nothing", report{freshMutating: 0, noop: quick, noopChanges: same}, "INVALID", []string{"not written"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			result, why := tc.r.noopVerdict()
+			result, why := tc.r.noopVerdict(goalNoop)
 			if result != tc.result {
 				t.Errorf("result %s (%s), want %s", result, why, tc.result)
 			}
@@ -38,5 +38,25 @@ func TestNoopVerdict(t *testing.T) {
 				t.Errorf("reason %q for a pass", why)
 			}
 		})
+	}
+}
+
+// A bigger lab's no-op has no time limit of its own: it is judged against
+// the 7-node one's (printScaling).
+func TestNoopVerdictWithoutLimit(t *testing.T) {
+	r := report{freshMutating: 90, noop: time.Hour, noopChanges: map[string]int{"same": 400}}
+	if result, why := r.noopVerdict(0); result != "PASS" {
+		t.Errorf("%s (%s)", result, why)
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	if got, err := parseSizes("4, 25"); err != nil || len(got) != 2 || got[0] != 4 || got[1] != 25 {
+		t.Errorf("4, 25: %v %v", got, err)
+	}
+	for _, bad := range []string{"", "3", "25,4", "4,4", "four"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
