@@ -502,13 +502,16 @@ func (c *Client) exec(ctx context.Context, cmd string, stdin []byte) (Result, er
 	case werr = <-done:
 	case <-ctx.Done():
 		_ = sess.Signal(gossh.SIGKILL)
-		// A command cancelled as it starts may not have reported its PID.
+		// A command cancelled as it starts may not have reported its PID
+		// yet: its shell prints it first thing, but on a loaded node (CI
+		// saw it) that took over a second, and without it the command
+		// would be left running.
 		exited := false
 		select {
 		case <-out.headSeen:
 		case <-done:
 			exited = true
-		case <-time.After(time.Second):
+		case <-time.After(5 * time.Second):
 		}
 		if !exited {
 			select {

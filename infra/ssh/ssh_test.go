@@ -339,7 +339,9 @@ func TestCancel(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want context.DeadlineExceeded", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// Prompt, not the command's 31 s; a bound, not a speed goal (on a
+	// loaded machine the kill's own session takes a while).
+	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("cancellation took %v", d)
 	}
 	// The remote command is killed, not left running.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/apiview"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/pods"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/staticpod"
 )
 
@@ -210,11 +211,12 @@ func (s *syncer) build(st staticpod.PodState, ns, name string, node *corev1.Node
 
 func (s *syncer) postStatus(ctx context.Context, p *corev1.Pod, st staticpod.PodState) error {
 	key := fmt.Sprintf("%s|%t|%d|%d|%s", st.Spec.Hash, st.Running, st.PID, st.Restarts, st.LastExit)
-	if s.posted[p.UID] == key {
+	want := s.status(p, st)
+	if s.posted[p.UID] == key && !pods.ConditionsDiffer(p.Status.Conditions, want.Conditions) {
 		return nil
 	}
 	p = p.DeepCopy()
-	p.Status = s.status(p, st)
+	p.Status = want
 	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) {
 			// The view lags the write before: the next sync posts again.

@@ -61,6 +61,20 @@ func TestSync(t *testing.T) {
 		t.Errorf("status %+v", p.Status)
 	}
 
+	// The node lifecycle controller marks a NotReady node's pods not
+	// Ready: the next sync posts the kubelet's view again, as the
+	// kubelet's status manager does.
+	p.Status.Conditions = setCondition(p.Status.Conditions, corev1.PodReady, corev1.ConditionFalse)
+	if _, err := client.CoreV1().Pods("kube-system").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = client.CoreV1().Pods("kube-system").Get(ctx, "etcd-cp1", metav1.GetOptions{}); condition(p.Status.Conditions, corev1.PodReady) != corev1.ConditionTrue {
+		t.Errorf("Ready stays %s after the controller marked it", condition(p.Status.Conditions, corev1.PodReady))
+	}
+
 	// A changed manifest replaces the mirror pod.
 	spec2, _ := staticpod.ParseManifest("/etc/kubernetes/manifests/etcd.yaml", []byte(manifest+"\n# changed\n"))
 	state = []staticpod.PodState{{Spec: spec2, Running: false, Restarts: 2, LastExit: "exit status 1"}}
@@ -86,4 +100,23 @@ func TestSync(t *testing.T) {
 	if l, _ := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Errorf("pods left: %d", len(l.Items))
 	}
+}
+
+func setCondition(cs []corev1.PodCondition, t corev1.PodConditionType, v corev1.ConditionStatus) []corev1.PodCondition {
+	out := append([]corev1.PodCondition(nil), cs...)
+	for i := range out {
+		if out[i].Type == t {
+			out[i].Status = v
+		}
+	}
+	return out
+}
+
+func condition(cs []corev1.PodCondition, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range cs {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
 }

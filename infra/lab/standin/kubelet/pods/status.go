@@ -148,3 +148,27 @@ func condition(old []corev1.PodCondition, now time.Time, t corev1.PodConditionTy
 	}
 	return c
 }
+
+// ConditionsDiffer says whether the API's pod conditions (live) say other
+// than the kubelet's (want) for a type the kubelet sets. The node
+// lifecycle controller marks a NotReady node's pods Ready=False; the
+// kubelet's status manager finds its cached status no longer in the API
+// and posts it again, so a stand-in that only posts what changed on its
+// side would leave them not Ready for good.
+func ConditionsDiffer(live, want []corev1.PodCondition) bool {
+	for _, w := range want {
+		found := false
+		for _, l := range live {
+			if l.Type == w.Type {
+				found = true
+				if l.Status != w.Status {
+					return true
+				}
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}

@@ -140,3 +140,25 @@ func TestVolumeAndConfigProblems(t *testing.T) {
 		t.Errorf("missing envFrom Secret: %v", err)
 	}
 }
+
+func TestConditionsDiffer(t *testing.T) {
+	c := func(t corev1.PodConditionType, s corev1.ConditionStatus) corev1.PodCondition {
+		return corev1.PodCondition{Type: t, Status: s}
+	}
+	want := []corev1.PodCondition{c(corev1.PodReady, corev1.ConditionTrue), c(corev1.ContainersReady, corev1.ConditionTrue)}
+	for _, tc := range []struct {
+		name   string
+		live   []corev1.PodCondition
+		differ bool
+	}{
+		{"the same", []corev1.PodCondition{c(corev1.ContainersReady, corev1.ConditionTrue), c(corev1.PodReady, corev1.ConditionTrue)}, false},
+		{"another writer's extra condition", append([]corev1.PodCondition{c("DisruptionTarget", corev1.ConditionTrue)}, want...), false},
+		{"marked not ready", []corev1.PodCondition{c(corev1.PodReady, corev1.ConditionFalse), c(corev1.ContainersReady, corev1.ConditionTrue)}, true},
+		{"a condition gone", []corev1.PodCondition{c(corev1.PodReady, corev1.ConditionTrue)}, true},
+		{"none yet", nil, true},
+	} {
+		if got := ConditionsDiffer(tc.live, want); got != tc.differ {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.differ)
+		}
+	}
+}

@@ -406,14 +406,16 @@ func (s *syncer) post(ctx context.Context, pod *corev1.Pod, v View) error {
 }
 
 // postStatus writes the pod's status, status(now), unless key is what
-// was last posted for the pod (status is then not computed). A stale
-// write is no error, and leaves key unnoted so the next sync posts again.
+// was last posted for the pod and the API's conditions still say what it
+// posted (ConditionsDiffer). A stale write is no error, and leaves key
+// unnoted so the next sync posts again.
 func (s *syncer) postStatus(ctx context.Context, pod *corev1.Pod, key string, status func(now time.Time) corev1.PodStatus) error {
-	if s.posted[pod.UID] == key {
+	want := status(time.Now())
+	if s.posted[pod.UID] == key && !ConditionsDiffer(pod.Status.Conditions, want.Conditions) {
 		return nil
 	}
 	p := pod.DeepCopy()
-	p.Status = status(time.Now())
+	p.Status = want
 	if err := s.update(ctx, p); err != nil {
 		if errors.Is(err, errStale) {
 			return nil
