@@ -49,8 +49,9 @@ func newFixture(ctx context.Context, name string, workers int) (*fixture, error)
 	if err != nil {
 		return fx, err
 	}
-	inv = strings.ReplaceAll(inv, "/srv/homelab-lab/ssh/id_ed25519", fx.lab.KeyPath())
-	inv = strings.ReplaceAll(inv, "/srv/homelab-lab/ssh/known_hosts", fx.lab.KnownHostsPath())
+	// The lab's files (SSH key, known_hosts, the Cilium stand-in chart,
+	// the apt keyring) are under this lab's directory.
+	inv = strings.ReplaceAll(inv, lab.DefaultDir+"/", dir+"/")
 	fx.invPath = filepath.Join(fx.work, "lab.yaml")
 	if err := os.WriteFile(fx.invPath, []byte(inv), 0o644); err != nil {
 		return fx, err
