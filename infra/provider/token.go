@@ -41,6 +41,11 @@ func tokenSecret(token, node string, now time.Time) ([]byte, error) {
 	})
 }
 
+// JoinTokenSecret is the Secret node's join token is created as, for a
+// script that builds the cluster step by step as up does (infra/lab/bench):
+// it goes to `kubectl create -f -` on stdin.
+func JoinTokenSecret(token, node string) ([]byte, error) { return tokenSecret(token, node, time.Now()) }
+
 // createToken makes the node's join token exist, fresh, on via. The token
 // travels on stdin, never on a command line (ps on the node would show
 // it), and `kubectl create` keeps no last-applied copy of it.

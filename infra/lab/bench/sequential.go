@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
@@ -152,6 +153,20 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 	keep(first, "init", out)
 	done(first.Name + ": kubeadm init")
 	for _, n := range slices.Concat(cps[1:], inv.Workers()) {
+		// Each node joins with its own token (the rendered join config
+		// names it), created through the first node just before, as up
+		// creates it.
+		secret, err := provider.JoinTokenSecret(bundle.JoinToken(n.Name), n.Name)
+		if err != nil {
+			return 0, nil, err
+		}
+		c, err := client(first)
+		if err != nil {
+			return 0, nil, err
+		}
+		if res, err := c.RunInput(ctx, "kubectl --kubeconfig /etc/kubernetes/admin.conf create -f - >/dev/null", secret); err != nil || res.ExitCode != 0 {
+			return 0, nil, fmt.Errorf("%s: creating %s's join token: %v %s", first.Name, n.Name, err, res.Stderr)
+		}
 		out, err := run(n, "kubeadm join", "kubeadm join --config "+kubeadm.JoinConfigPath+verbosity)
 		if err != nil {
 			return 0, nil, err
