@@ -15,7 +15,9 @@ import (
 // Shared pages count once across the lab, split between their users,
 // which is what RSS would count several times over.
 func labPSS() (int64, error) {
-	host, err := os.Readlink("/proc/1/ns/net")
+	// The bench runs in the machine's namespace (PID 1's may not be
+	// readable: it can belong to a container's manager).
+	host, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
 		return 0, err
 	}
