@@ -17,7 +17,7 @@ func TestLoadResolvesPathsAgainstTheInventory(t *testing.T) {
 	s := strings.Replace(string(data), "privateKey: ~/.ssh/id_ed25519", "privateKey: keys/id_ed25519", 1)
 	s = strings.Replace(s, "knownHosts: ~/.ssh/known_hosts", "knownHosts: /etc/ssh/ssh_known_hosts", 1)
 	s = strings.Replace(s, "  kubeProxy:", "  cilium: {chart: ../charts/cilium.tgz}\n  kubeProxy:", 1)
-	s = strings.Replace(s, "    manage: false", "    keyring: apt/k8s.gpg", 1)
+	s = strings.Replace(s, "    manage: true", "    keyring: apt/k8s.gpg", 1)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "site", "inv.yaml")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

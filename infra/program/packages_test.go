@@ -20,10 +20,18 @@ func requires(m *mocks, t *testing.T, node string) []string {
 	return out
 }
 
-// The shipped homelab leaves the Kubernetes packages to the user: no
-// Package for them, and every Host requires them.
+// The shipped homelab manages the Kubernetes packages (an upgrade needs
+// them managed); with manage: false they are the user's: no Package for
+// them, and every Host requires them.
 func TestKubernetesPackagesLeftToTheUser(t *testing.T) {
-	m := runMocked(t, inventory.LayoutVIP)
+	inv, _, err := inventory.Load("../../inventory/homelab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inv.Cluster.Packages.Manage {
+		t.Error("inventory/homelab.yaml leaves the Kubernetes packages to the user")
+	}
+	m := runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.Packages.Manage = false })
 	for _, n := range []string{"cp-1", "gpu-1"} {
 		if _, ok := m.all[pkgToken+"/"+n+":kubernetes"]; ok {
 			t.Errorf("%s gets a Kubernetes Package the inventory does not ask for", n)
