@@ -336,8 +336,8 @@ func (c *Client) keepAlive(every time.Duration) {
 
 // DialContext opens a connection from the node to addr through the SSH
 // connection (a direct-tcpip channel), to reach services bound to the
-// node's loopback such as etcd. It is not in the command log: what flows
-// through it is for the caller to record.
+// node's loopback such as etcd. It is not in the command log: the caller
+// records the changes it makes through it with Note.
 func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := c.conn.DialContext(ctx, network, addr)
 	if err != nil {

@@ -164,8 +164,12 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 		if err != nil {
 			return 0, nil, err
 		}
-		if res, err := c.RunInput(ctx, "kubectl --kubeconfig /etc/kubernetes/admin.conf create -f - >/dev/null", secret); err != nil || res.ExitCode != 0 {
-			return 0, nil, fmt.Errorf("%s: creating %s's join token: %v %s", first.Name, n.Name, err, res.Stderr)
+		res, err := c.RunInput(ctx, "kubectl --kubeconfig /etc/kubernetes/admin.conf create -f - >/dev/null", secret)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s: creating %s's join token: %w", first.Name, n.Name, err)
+		}
+		if res.ExitCode != 0 {
+			return 0, nil, fmt.Errorf("%s: creating %s's join token failed: %s", first.Name, n.Name, res.Stderr)
 		}
 		out, err := run(n, "kubeadm join", "kubeadm join --config "+kubeadm.JoinConfigPath+verbosity)
 		if err != nil {

@@ -1,8 +1,9 @@
 // Package apiview is the kubelet stand-in's view of the API: its own Node
 // and the pods bound to it. The kubelet watches both (field-selected
-// informers) and works from that cache; polling them instead cost the lab
+// informers) and works from that cache. Polling them instead cost the lab
 // a GET of the Node (a quorum read through etcd) and a LIST of pods every
-// second per node, a third of the idle lab's CPU.
+// second per node: the idle 7-node lab took 0.73 of two cores polling,
+// 0.54 watching.
 package apiview
 
 import (

@@ -2,6 +2,7 @@ package apiview
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func names(t *testing.T, w *Watch, changed <-chan struct{}, want ...string) {
 		for _, p := range pods {
 			got = append(got, p.Namespace+"/"+p.Name)
 		}
-		if err == nil && equal(got, want) {
+		if err == nil && slices.Equal(got, want) {
 			return
 		}
 		select {
@@ -37,18 +38,6 @@ func names(t *testing.T, w *Watch, changed <-chan struct{}, want ...string) {
 			t.Fatalf("pods %v (err %v), want %v", got, err, want)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestWatchSeesItsNodeAndPodsOnly(t *testing.T) {
