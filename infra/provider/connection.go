@@ -56,8 +56,11 @@ type dialerKey struct{}
 // infer builds the resources as empty values and hands each step nothing
 // but its request and ctx, so ctx is what carries it to the helpers a step
 // calls.
+//
+// Nodes reached through another dialer are other machines, whatever their
+// connections say: their reads share no batch with the process's.
 func withDialer(ctx context.Context, d dialer) context.Context {
-	return context.WithValue(ctx, dialerKey{}, d)
+	return context.WithValue(context.WithValue(ctx, dialerKey{}, d), readBatchesKey{}, newReadBatches())
 }
 
 // sshDial is the way to a real node: SSH with its host key checked against

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -25,6 +26,8 @@ type fakeLab struct {
 	// seq numbers every node's events in the order they happened, so a
 	// test can order what happened on different nodes.
 	seq int
+	// mu serializes the nodes' answers: steps reach several nodes at once.
+	mu sync.Mutex
 }
 
 func newFakeLab(t *testing.T) *fakeLab {
@@ -58,6 +61,8 @@ func (l *fakeLab) conn(name string) Connection {
 }
 
 func (l *fakeLab) dial(ctx context.Context, c Connection) (ssh.Executor, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n, ok := l.nodes[c.Node]
 	if !ok {
 		l.t.Errorf("dialled %s, a node the lab does not have", c.Node)
@@ -172,6 +177,8 @@ var _ ssh.Executor = (*fakeConn)(nil)
 
 func (c *fakeConn) exec(kind string, mutating bool, cmd, stdin string) (ssh.Result, error) {
 	n := c.node
+	n.lab.mu.Lock()
+	defer n.lab.mu.Unlock()
 	if c.closed {
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, net.ErrClosed)
 	}
@@ -200,6 +207,8 @@ func (c *fakeConn) Query(ctx context.Context, cmd string) (ssh.Result, error) {
 
 func (c *fakeConn) Upload(ctx context.Context, path string, content []byte, mode os.FileMode) error {
 	n := c.node
+	n.lab.mu.Lock()
+	defer n.lab.mu.Unlock()
 	if c.closed {
 		return net.ErrClosed
 	}
@@ -210,6 +219,8 @@ func (c *fakeConn) Upload(ctx context.Context, path string, content []byte, mode
 
 func (c *fakeConn) Read(ctx context.Context, path string) ([]byte, error) {
 	n := c.node
+	n.lab.mu.Lock()
+	defer n.lab.mu.Unlock()
 	if c.closed {
 		return nil, net.ErrClosed
 	}
@@ -226,6 +237,8 @@ func (c *fakeConn) DialContext(ctx context.Context, network, addr string) (net.C
 }
 
 func (c *fakeConn) Note(action string) error {
+	c.node.lab.mu.Lock()
+	defer c.node.lab.mu.Unlock()
 	c.node.record(fakeEvent{kind: "tunnel", mutating: true, cmd: action})
 	return nil
 }
@@ -233,6 +246,8 @@ func (c *fakeConn) Note(action string) error {
 func (c *fakeConn) HostKey() string { return c.node.hostKey }
 
 func (c *fakeConn) Close() error {
+	c.node.lab.mu.Lock()
+	defer c.node.lab.mu.Unlock()
 	if c.closed {
 		return net.ErrClosed
 	}

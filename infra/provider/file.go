@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -82,17 +81,13 @@ func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, fileRead, func(c ssh.Executor) (FileState, error) {
 		st := req.State
-		out, code, err := query(ctx, c, "stat -c %a "+quote(st.Path)+" && sha256sum "+quote(st.Path))
+		live, ok, err := batchesOf(ctx).files.get(ctx, req.State.Connection, c, st.Path)
 		if err != nil {
 			return st, err
 		}
 		st.Sha256, st.LiveMode = "", 0
-		if code == 0 {
-			lines := strings.Fields(out)
-			if len(lines) >= 2 {
-				m, _ := strconv.ParseInt(lines[0], 8, 32)
-				st.LiveMode, st.Sha256 = int(m), lines[1]
-			}
+		if ok {
+			st.LiveMode, st.Sha256 = live.Mode, live.Sha256
 		}
 		return st, nil
 	})

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
@@ -43,16 +47,32 @@ func diffKeysIn[I, O any](t *testing.T, ctx context.Context, r infer.CustomDiff[
 	return slices.Sorted(maps.Keys(d.DetailedDiff))
 }
 
-// serveStat answers File's read of path from the node's files, as stat
-// and sha256sum print them.
-func serveStat(n *fakeNode, path string) {
-	n.onFunc("stat -c %a "+quote(path), func(string) (ssh.Result, error) {
-		f, ok := n.files[path]
-		if !ok {
-			return ssh.Result{Stderr: []byte("stat: cannot statx '" + path + "': No such file or directory\n"), ExitCode: 1}, nil
+// serveStat answers File's reads from the node's files, as
+// nodefacts.FileStatsScript prints them for every path it asks about.
+func serveStat(n *fakeNode) {
+	n.onFunc("stat -c %a", func(cmd string) (ssh.Result, error) {
+		paths := scriptPaths(cmd)
+		var idx, modes, sums []string
+		for i, p := range paths {
+			if f, ok := n.files[p]; ok {
+				idx = append(idx, strconv.Itoa(i))
+				modes = append(modes, fmt.Sprintf("%o", f.mode.Perm()))
+				sums = append(sums, sum(string(f.content))+"  "+p)
+			}
 		}
-		return ssh.Result{Stdout: []byte(fmt.Sprintf("%o\n%s  %s\n", f.mode.Perm(), sum(string(f.content)), path)), ExitCode: 0}, nil
+		out := strings.Join(idx, " ") + " \n" + strings.Join(append(modes, sums...), "\n")
+		return ssh.Result{Stdout: []byte(out + "\n")}, nil
 	})
+}
+
+// scriptPaths are the quoted paths of a FileStatsScript's loop.
+func scriptPaths(cmd string) []string {
+	list, _, _ := strings.Cut(strings.TrimPrefix(cmd, "i=0; set --; for p in "), "; do ")
+	var out []string
+	for _, m := range regexp.MustCompile(`'((?:[^']|'\\'')*)'`).FindAllStringSubmatch(list, -1) {
+		out = append(out, strings.ReplaceAll(m[1], `'\''`, "'"))
+	}
+	return out
 }
 
 const sysctlPath = "/etc/sysctl.d/90-homelab.conf"
@@ -68,7 +88,7 @@ func TestFileLifecycle(t *testing.T) {
 	lab := newFakeLab(t)
 	ctx := lab.ctx()
 	cp1 := lab.node("cp-1")
-	serveStat(cp1, sysctlPath)
+	serveStat(cp1)
 	cp1.on("sysctl -e -p", "", 0)
 	in := sysctlFile(lab.conn("cp-1"))
 
@@ -245,5 +265,64 @@ func TestFileDelete(t *testing.T) {
 				t.Errorf("removed %v, after %v", !there, cp1.events)
 			}
 		})
+	}
+}
+
+// A refresh reads a node's files at once: one command reads them all, and
+// each File gets its own file's stat; another node's are another command.
+func TestFileReadsOfANodeShareOneCommand(t *testing.T) {
+	lab := newFakeLab(t)
+	// cp-1's batch runs once its four reads are in, however slow the
+	// machine; cp-2's single read once the window closed.
+	batches := newReadBatches()
+	batches.files.window, batches.files.max = 500*time.Millisecond, 4
+	ctx := context.WithValue(lab.ctx(), readBatchesKey{}, batches)
+	cp1, cp2 := lab.node("cp-1"), lab.node("cp-2")
+	serveStat(cp1)
+	serveStat(cp2)
+	paths := []string{"/etc/a.conf", "/etc/b.conf", "/etc/missing.conf", "/etc/it's.conf"}
+	for i, p := range paths[:2] {
+		cp1.put(p, fmt.Sprintf("content %d\n", i), 0o640)
+	}
+	cp1.put(paths[3], "quoted\n", 0o600)
+	cp2.put(paths[0], "cp-2's\n", 0o644)
+
+	type read struct {
+		node, path string
+		st         FileState
+		err        error
+	}
+	var reads []*read
+	for _, p := range paths {
+		reads = append(reads, &read{node: "cp-1", path: p})
+	}
+	reads = append(reads, &read{node: "cp-2", path: paths[0]})
+	var wg sync.WaitGroup
+	for _, r := range reads {
+		wg.Go(func() {
+			in := FileArgs{Connection: lab.conn(r.node), Path: r.path, Content: "x", Mode: 0o644}
+			resp, err := (File{}).Read(ctx, infer.ReadRequest[FileArgs, FileState]{ID: "id", Inputs: in, State: FileState{FileArgs: in}})
+			r.st, r.err = resp.State, err
+		})
+	}
+	wg.Wait()
+
+	for _, r := range reads {
+		if r.err != nil {
+			t.Fatalf("%s %s: %v", r.node, r.path, r.err)
+		}
+		f, ok := lab.node(r.node).files[r.path]
+		want := FileState{}
+		if ok {
+			want.LiveMode, want.Sha256 = int(f.mode.Perm()), sum(string(f.content))
+		}
+		if r.st.LiveMode != want.LiveMode || r.st.Sha256 != want.Sha256 {
+			t.Errorf("%s %s: mode %o sha %q, want %o %q", r.node, r.path, r.st.LiveMode, r.st.Sha256, want.LiveMode, want.Sha256)
+		}
+	}
+	for node, want := range map[*fakeNode]int{cp1: 1, cp2: 1} {
+		if got := len(node.events); got != want {
+			t.Errorf("%s: %d commands, want %d: %v", node.name, got, want, node.events)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -54,6 +53,7 @@ func (n *NodeMeta) Annotate(a infer.Annotator) {
 
 type nodeJSON struct {
 	Metadata struct {
+		Name   string            `json:"name"`
 		Labels map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
@@ -71,23 +71,6 @@ func (NodeMeta) Create(ctx context.Context, req infer.CreateRequest[NodeMetaArgs
 }
 
 // getNode reads the Node; nil when the cluster has none of that name.
-func getNode(ctx context.Context, c ssh.Executor, in NodeMetaArgs) (*nodeJSON, error) {
-	out, err := queryAPI(ctx, c, kubectl+" get node "+quote(in.Node)+" -o json --ignore-not-found")
-	if err != nil {
-		// The API is not there (Via is being rebuilt, its certificates
-		// expired): unknown, not absent.
-		return nil, fmt.Errorf("%s: reading Node %s: %w", in.Via.Node, in.Node, err)
-	}
-	if strings.TrimSpace(out) == "" {
-		return nil, nil
-	}
-	var n nodeJSON
-	if err := json.Unmarshal([]byte(out), &n); err != nil {
-		return nil, fmt.Errorf("reading Node %s: %w", in.Node, err)
-	}
-	return &n, nil
-}
-
 // applyMeta sets the declared labels and taints and removes those the
 // previous declaration had and this one dropped. It waits for the Node to
 // register (a kubelet does so seconds after join).
@@ -165,9 +148,9 @@ func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, No
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, nodeMetaRead, func(c ssh.Executor) (NodeMetaState, error) {
 		st := last
-		n, err := getNode(ctx, c, st.NodeMetaArgs)
+		n, _, err := batchesOf(ctx).nodes.get(ctx, last.Via, c, st.Node)
 		if err != nil {
-			return st, unanswered(err)
+			return st, unanswered(fmt.Errorf("%s: %w", last.Via.Node, err))
 		}
 		st.LiveLabels, st.LiveTaints = map[string]string{}, nil
 		if n != nil {

@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
@@ -250,5 +253,47 @@ func TestManifestLifecycle(t *testing.T) {
 
 	if _, err := (Manifest{}).Delete(ctx, infer.DeleteRequest[ManifestState]{ID: "id", State: st}); err != nil || exists {
 		t.Errorf("delete: %v, exists %v", err, exists)
+	}
+}
+
+// The Nodes a refresh reads through one control-plane node come from one
+// kubectl, which prints several as a List; a Node not registered yet is
+// left out of it and read as having nothing.
+func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
+	lab := newFakeLab(t)
+	batches := newReadBatches()
+	batches.nodes.window, batches.nodes.max = 500*time.Millisecond, 3
+	ctx := context.WithValue(lab.ctx(), readBatchesKey{}, batches)
+	cp1 := lab.node("cp-1")
+	cp1.onFunc(kubectl+" get node ", func(cmd string) (ssh.Result, error) {
+		var items []map[string]any
+		for _, n := range []string{"gpu-1", "gpu-2"} {
+			if strings.Contains(cmd, quote(n)) {
+				items = append(items, map[string]any{"kind": "Node", "metadata": map[string]any{"name": n, "labels": map[string]string{"role": n}},
+					"spec": map[string]any{"taints": []map[string]string{{"key": "gpu", "effect": "NoSchedule"}}}})
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"kind": "List", "items": items})
+		return ssh.Result{Stdout: b}, nil
+	})
+	names := []string{"gpu-1", "gpu-2", "gpu-3"}
+	got := make([]NodeMetaState, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			in := NodeMetaArgs{Via: lab.conn("cp-1"), Node: n, Labels: map[string]string{"role": "x"}, Taints: []Taint{{Key: "gpu", Effect: "NoSchedule"}}}
+			got[i] = refresh(t, ctx, NodeMeta{}, in, NodeMetaState{NodeMetaArgs: in})
+		})
+	}
+	wg.Wait()
+	for i, n := range names {
+		st := got[i]
+		registered := n != "gpu-3"
+		if (st.LiveLabels["role"] == n) != registered || (len(st.LiveTaints) == 1) != registered {
+			t.Errorf("%s: labels %v taints %v, registered %v", n, st.LiveLabels, st.LiveTaints, registered)
+		}
+	}
+	if len(cp1.events) != 1 {
+		t.Errorf("%d commands, want one kubectl: %v", len(cp1.events), cp1.events)
 	}
 }

@@ -1,6 +1,8 @@
 package nodefacts
 
 import (
+	"bytes"
+	"crypto/x509"
 	"encoding/base64"
 	"strings"
 	"time"
@@ -19,13 +21,24 @@ var LeafCerts = []string{
 const KubeletClientCert = KubeletPKIDir + "/kubelet-client-current.pem"
 
 // expiryScript prints, for ParseExpiry, "cert=PATH BASE64" for each leaf
-// certificate and the kubelet's client certificate (the CERTIFICATE block
-// only), and "kubeconfig-cert=PATH BASE64" for each kubeconfig's embedded
-// client-certificate-data (never its key).
+// certificate and the kubelet's client certificate (the first CERTIFICATE
+// block's DER, never a key), and "kubeconfig-cert=PATH BASE64" for each
+// kubeconfig's embedded client-certificate-data (never its key). One awk
+// reads them all: a shell, sed and base64 per file were most of what a
+// refresh of a control-plane node cost (docs/benchmarks.md).
 func expiryScript(root string) string {
 	return "r=" + shellQuote(root) + "\n" +
-		"for f in " + strings.Join(LeafCerts, " ") + " " + KubeletClientCert + `; do [ -f "$r$f" ] && echo "cert=$f $(sed -n '/-BEGIN CERTIFICATE-/,/-END CERTIFICATE-/p' "$r$f" | base64 -w0)"; done` + "\n" +
-		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && d=$(awk '$1=="client-certificate-data:"{print $2; exit}' "$p") && [ -n "$d" ] && echo "kubeconfig-cert=${p#"$r"} $d"; done` + "\n" +
+		"set --\n" +
+		"for f in " + strings.Join(LeafCerts, " ") + " " + KubeletClientCert + `; do [ -f "$r$f" ] && set -- "$@" "$r$f"; done` + "\n" +
+		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && set -- "$@" "$p"; done` + "\n" +
+		`[ $# -eq 0 ] || awk -v n=${#r} '
+FNR == 1 { got = 0; inb = 0; d = "" }
+got { next }
+FILENAME ~ /\.conf$/ { if ($1 == "client-certificate-data:") { print "kubeconfig-cert=" substr(FILENAME, n + 1) " " $2; got = 1 } next }
+/-----BEGIN CERTIFICATE-----/ { inb = 1; next }
+/-----END CERTIFICATE-----/ { if (inb) { print "cert=" substr(FILENAME, n + 1) " " d; got = 1 } next }
+inb { d = d $0 }
+' "$@"` + "\n" +
 		"true"
 }
 
@@ -55,7 +68,14 @@ func ParseExpiry(out string) []Expiry {
 		if err != nil {
 			continue
 		}
-		c, err := ParseCertPEM(raw)
+		// A file's certificate comes as DER, a kubeconfig's as the PEM
+		// it embeds.
+		var c *x509.Certificate
+		if bytes.HasPrefix(raw, []byte("-----BEGIN")) {
+			c, err = ParseCertPEM(raw)
+		} else {
+			c, err = x509.ParseCertificate(raw)
+		}
 		if err != nil {
 			continue
 		}

@@ -29,10 +29,16 @@ func probedFiles() []string {
 }
 
 // probeScript reads below root (a test's file tree); "" is the node's /.
+// No command substitution: each would fork a shell per file, and process
+// creation is most of what a refresh costs (docs/benchmarks.md). Every
+// kubeconfig gets a line without a server first; awk's, when it names
+// one, comes later and wins.
 func probeScript(root string) string {
 	return "r=" + shellQuote(root) + "\n" +
-		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && echo "file=$f $(base64 -w0 < "$r$f")"; done` + "\n" +
-		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && echo "kubeconfig=${p#"$r"} $(awk '$1=="server:"{print $2; exit}' "$p")"; done` + "\n" +
+		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && { printf 'file=%s ' "$f"; base64 -w0 < "$r$f"; echo; }; done` + "\n" +
+		"set --\n" +
+		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && { echo "kubeconfig=${p#"$r"} "; set -- "$@" "$p"; }; done` + "\n" +
+		`[ $# -eq 0 ] || awk -v n=${#r} 'FNR == 1 { got = 0 } !got && $1 == "server:" { print "kubeconfig=" substr(FILENAME, n + 1) " " $2; got = 1 }' "$@"` + "\n" +
 		"true"
 }
 

@@ -16,16 +16,20 @@ var VersionedComponents = []string{KubeAPIServer, KubeControllerManager, KubeSch
 // member of a cluster (its init or join completed), its cgroup file
 // system and whether its kubelet's configuration allows cgroup v1.
 var VersionsScript = func() string {
+	// One awk for the manifests and no command substitution: a shell
+	// forked per fact was most of what this cost (docs/benchmarks.md).
 	var b strings.Builder
+	b.WriteString("set --\n")
 	for _, c := range VersionedComponents {
-		b.WriteString(`[ -f ` + Manifest(c) + ` ] && echo "image=` + c + ` $(awk '$1=="image:"{print $2; exit}' ` + Manifest(c) + `)"` + "\n")
+		b.WriteString(`[ -f ` + Manifest(c) + ` ] && set -- "$@" ` + Manifest(c) + "\n")
 	}
-	b.WriteString(`command -v kubelet >/dev/null && echo "kubelet=$(kubelet --version 2>/dev/null)"` + "\n")
+	b.WriteString(`[ $# -eq 0 ] || awk 'FNR == 1 { got = 0; c = FILENAME; sub(/.*\//, "", c); sub(/\.yaml$/, "", c) } !got && $1 == "image:" { print "image=" c " " $2; got = 1 }' "$@"` + "\n")
+	b.WriteString(`command -v kubelet >/dev/null && { printf 'kubelet='; kubelet --version 2>/dev/null || echo; }` + "\n")
 	// A member is a node whose init or join finished (its marker): one
 	// holding kubeadm's files without it is an interrupted run, which
 	// its KubeadmJoin resets, not a node to upgrade.
 	b.WriteString(`{ [ -f ` + InitMarker + ` ] || [ -f ` + JoinMarker + ` ]; } && echo joined=yes` + "\n")
-	b.WriteString(`echo "cgroupfs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null)"` + "\n")
+	b.WriteString(`printf 'cgroupfs='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo` + "\n")
 	b.WriteString(`grep -qE '^failCgroupV1:[[:space:]]*false' ` + KubeletConfigFile + ` 2>/dev/null && echo failcgroupv1=false` + "\n")
 	b.WriteString("true")
 	return b.String()

@@ -46,13 +46,18 @@ func TestVersionsScriptReadsManifests(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, Manifest(KubeAPIServer)), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Each manifest's own first image, whatever the others say.
+	scheduler := strings.NewReplacer("kube-apiserver", "kube-scheduler", "v1.35.4", "v1.34.4").Replace(manifest) + "  - image: sidecar:v9\n"
+	if err := os.WriteFile(filepath.Join(root, Manifest(KubeScheduler)), []byte(scheduler), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	script := strings.ReplaceAll(VersionsScript, KubernetesDir, filepath.Join(root, KubernetesDir))
 	out, err := exec.Command("sh", "-c", script).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := ParseVersions(string(out))
-	if v.Components[KubeAPIServer] != "v1.35.4" || v.Joined {
+	if v.Components[KubeAPIServer] != "v1.35.4" || v.Components[KubeScheduler] != "v1.34.4" || len(v.Components) != 2 || v.Joined {
 		t.Errorf("read %+v from:\n%s", v, out)
 	}
 }

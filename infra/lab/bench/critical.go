@@ -23,15 +23,25 @@ type stepClock struct {
 	end    map[string]time.Time
 	op     map[string]apitype.OpType
 	failed []string
+	reads  bool // time the refresh's reads instead of the steps
 }
 
 func newStepClock() *stepClock {
 	return &stepClock{start: map[string]time.Time{}, end: map[string]time.Time{}, op: map[string]apitype.OpType{}}
 }
 
+// newReadClock times a refresh's reads, the steps' counterpart.
+func newReadClock() *stepClock {
+	c := newStepClock()
+	c.reads = true
+	return c
+}
+
 // skipOp: refresh reads are not the up's own steps (and a fresh stack has
-// nothing to refresh).
-func skipOp(op apitype.OpType) bool { return op == apitype.OpRefresh || op == apitype.OpRead }
+// nothing to refresh); a read clock keeps only them.
+func (c *stepClock) skipOp(op apitype.OpType) bool {
+	return (op == apitype.OpRefresh || op == apitype.OpRead) != c.reads
+}
 
 func (c *stepClock) add(ev events.EngineEvent, at time.Time) {
 	c.mu.Lock()
@@ -39,7 +49,7 @@ func (c *stepClock) add(ev events.EngineEvent, at time.Time) {
 	switch {
 	case ev.ResourcePreEvent != nil && !ev.ResourcePreEvent.Planning:
 		md := ev.ResourcePreEvent.Metadata
-		if skipOp(md.Op) {
+		if c.skipOp(md.Op) {
 			return
 		}
 		if _, seen := c.start[md.URN]; !seen {
@@ -47,8 +57,13 @@ func (c *stepClock) add(ev events.EngineEvent, at time.Time) {
 			c.op[md.URN] = md.Op
 		}
 	case ev.ResOutputsEvent != nil && !ev.ResOutputsEvent.Planning:
+		// A refresh's outputs carry what the read found (same, update),
+		// not "refresh": the step it ends is the one its start opened.
 		md := ev.ResOutputsEvent.Metadata
-		if skipOp(md.Op) {
+		// The first outputs after a start end it: a read clock must not
+		// take the up's own step, which follows the read, for the read.
+		_, started := c.start[md.URN]
+		if _, ended := c.end[md.URN]; !started || ended {
 			return
 		}
 		c.end[md.URN] = at
@@ -84,6 +99,21 @@ func (c *stepClock) span(urns []string) (first, last time.Time) {
 		}
 	}
 	return first, last
+}
+
+// slowest is the n longest own durations, longest first.
+func (c *stepClock) slowest(n int) []step {
+	var out []step
+	for urn, d := range c.own() {
+		out = append(out, step{URN: urn, Own: d})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Own != out[j].Own {
+			return out[i].Own > out[j].Own
+		}
+		return out[i].URN < out[j].URN
+	})
+	return out[:min(n, len(out))]
 }
 
 // resource is what the benchmark needs of a resource in the stack's

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+
 	"testing"
 	"time"
 )
@@ -47,5 +50,40 @@ func TestCriticalPath(t *testing.T) {
 			t.Errorf("chain %q, want %q", got, want)
 			break
 		}
+	}
+}
+
+// A refresh's read starts with op "refresh" and ends with what it found
+// ("same"): the read clock times it, the step clock does not.
+func TestClocksSplitReadsFromSteps(t *testing.T) {
+	pre := func(urn string, op apitype.OpType) events.EngineEvent {
+		return events.EngineEvent{EngineEvent: apitype.EngineEvent{ResourcePreEvent: &apitype.ResourcePreEvent{Metadata: apitype.StepEventMetadata{URN: urn, Op: op}}}}
+	}
+	out := func(urn string, op apitype.OpType) events.EngineEvent {
+		return events.EngineEvent{EngineEvent: apitype.EngineEvent{ResOutputsEvent: &apitype.ResOutputsEvent{Metadata: apitype.StepEventMetadata{URN: urn, Op: op}}}}
+	}
+	t0 := time.Unix(1000, 0)
+	evs := []struct {
+		ev events.EngineEvent
+		at time.Duration
+	}{
+		{pre("host", apitype.OpRefresh), 0},
+		{pre("upgrade", apitype.OpRefresh), 0},
+		{out("upgrade", apitype.OpSame), 3 * time.Second},
+		{out("host", apitype.OpUpdate), 1 * time.Second},
+		{pre("host", apitype.OpSame), 4 * time.Second},
+		{out("host", apitype.OpSame), 6 * time.Second},
+	}
+	reads, steps := newReadClock(), newStepClock()
+	for _, e := range evs {
+		reads.add(e.ev, t0.Add(e.at))
+		steps.add(e.ev, t0.Add(e.at))
+	}
+	got := reads.slowest(5)
+	if len(got) != 2 || got[0].URN != "upgrade" || got[0].Own != 3*time.Second || got[1].URN != "host" || got[1].Own != time.Second {
+		t.Errorf("reads: %+v, want upgrade 3s then host 1s", got)
+	}
+	if got := steps.slowest(1); len(got) != 1 || got[0].URN != "host" || got[0].Own != 2*time.Second {
+		t.Errorf("steps: %+v, want host 2s (its step, not its read)", got)
 	}
 }

@@ -38,7 +38,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 
 	"github.com/homelab-dev/homelab/infra/lab"
@@ -142,6 +144,9 @@ type report struct {
 	noop         time.Duration
 	noopChanges  map[string]int
 	noopMutating int
+	// The no-op's parts, each run alone after it (noopBreakdown).
+	noopPreview, noopRefresh, noopUpOnly time.Duration
+	slowReads, slowSteps                 []step
 
 	seqLabUp time.Duration
 	seq      time.Duration
@@ -286,6 +291,58 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 	rep.noopChanges = changes(res.Summary.ResourceChanges)
 	rep.noopMutating = mutating(fx.cmdLog)
 	logf("no-op up took %s: %v, %d mutating commands", rep.noop.Round(time.Millisecond), rep.noopChanges, rep.noopMutating)
+	return noopBreakdown(ctx, as, rep)
+}
+
+// noopBreakdown runs the no-op's parts again, one engine run each, so its
+// time can be laid out: the gate's preview, the refresh (each read timed)
+// and the up without refresh (each step timed). Each run pays the CLI,
+// the program and the provider plugin's start again, so the parts sum to
+// more than the no-op.
+func noopBreakdown(ctx context.Context, as auto.Stack, rep *report) error {
+	logf("no-op breakdown: preview, refresh, up without refresh ...")
+	start := time.Now()
+	if _, err := as.Preview(ctx); err != nil {
+		return fmt.Errorf("no-op breakdown, preview: %w", err)
+	}
+	rep.noopPreview = time.Since(start)
+
+	timed := func(clock *stepClock, run func(chan<- events.EngineEvent) error) (time.Duration, error) {
+		ch := make(chan events.EngineEvent, 256)
+		drained := make(chan struct{})
+		go func() {
+			for ev := range ch {
+				clock.add(ev, time.Now())
+			}
+			close(drained)
+		}()
+		start := time.Now()
+		err := run(ch)
+		took := time.Since(start)
+		select {
+		case <-drained:
+		case <-time.After(10 * time.Second):
+		}
+		return took, err
+	}
+	reads := newReadClock()
+	took, err := timed(reads, func(ch chan<- events.EngineEvent) error {
+		_, err := as.Refresh(ctx, optrefresh.EventStreams(ch))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("no-op breakdown, refresh: %w", err)
+	}
+	rep.noopRefresh, rep.slowReads = took, reads.slowest(6)
+	steps := newStepClock()
+	took, err = timed(steps, func(ch chan<- events.EngineEvent) error {
+		_, err := as.Up(ctx, optup.EventStreams(ch))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("no-op breakdown, up without refresh: %w", err)
+	}
+	rep.noopUpOnly, rep.slowSteps = took, steps.slowest(6)
 	return nil
 }
 
@@ -362,6 +419,19 @@ func (r *report) print(out io.Writer) {
 		fmt.Fprintf(tw, "sequential script\t%s\tfiles/sysctl/keepalived, init, joins, labels one after another\n", sec(r.seq))
 	}
 	tw.Flush()
+
+	if r.noopRefresh > 0 {
+		fmt.Fprintf(out, "\nno-op up, its parts run alone (each pays the CLI, program and plugin start): preview (the gate) %s, refresh %s, up without refresh %s\n",
+			sec(r.noopPreview), sec(r.noopRefresh), sec(r.noopUpOnly))
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		for _, s := range r.slowReads {
+			fmt.Fprintf(tw, "  read  %s\t%s\n", shortName(s.URN), sec(s.Own))
+		}
+		for _, s := range r.slowSteps {
+			fmt.Fprintf(tw, "  step  %s\t%s\n", shortName(s.URN), sec(s.Own))
+		}
+		tw.Flush()
+	}
 
 	fmt.Fprintln(out, "\ncritical path (own step durations):")
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
