@@ -31,8 +31,6 @@ type bootSpec struct {
 	// directory holds every node's disk.
 	Hide []string `json:"hide"`
 	Init []string `json:"init"`
-	// CPU is the cgroup the node runs in (cpu.go); "" for none.
-	CPU string `json:"cpu,omitempty"`
 }
 
 type overlay struct {
@@ -76,15 +74,6 @@ func Boot(specPath string) error {
 		what string
 		do   func() error
 	}{
-		// First, while the machine's cgroup mounts are still in view, and
-		// before anything else starts.
-		{"CPU group", func() error {
-			if err := joinCPUGroup(spec.CPU); err != nil {
-				// A node without its weight still works: say so on its console.
-				fmt.Fprintf(os.Stderr, "homelab lab boot: %s runs without its CPU group: %v\n", spec.Node, err)
-			}
-			return nil
-		}},
 		// Nothing mounted here may reach the machine or another node.
 		{"private mounts", func() error { return unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "") }},
 		// The copies of /run/netns/* would pin every other node's network

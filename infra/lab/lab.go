@@ -283,7 +283,6 @@ func (l *Lab) Down(keepDisks bool) error {
 		s.removeNetns(name)
 	}
 	errs = append(errs, releaseNetnsDir(s))
-	l.removeCPUGroups()
 	if err := errors.Join(errs...); err != nil {
 		l.saveState(s)
 		return err

@@ -56,7 +56,6 @@ func (l *Lab) start(s *State, n *NodeState) error {
 		return err
 	}
 	sp := l.spec(s, n)
-	sp.CPU = l.ensureCPUGroup(n)
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
