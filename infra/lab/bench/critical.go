@@ -43,6 +43,26 @@ func (c *stepClock) skipOp(op apitype.OpType) bool {
 	return (op == apitype.OpRefresh || op == apitype.OpRead) != c.reads
 }
 
+// listen is a channel for an engine run's events, each timed as it
+// arrives, and a wait for the last of them once the run returned (the
+// engine closes the channel; ten seconds at most).
+func (c *stepClock) listen() (chan<- events.EngineEvent, func()) {
+	ch := make(chan events.EngineEvent, 256)
+	done := make(chan struct{})
+	go func() {
+		for ev := range ch {
+			c.add(ev, time.Now())
+		}
+		close(done)
+	}()
+	return ch, func() {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 func (c *stepClock) add(ev events.EngineEvent, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -226,23 +226,13 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 	// defaults to), plus the engine's event stream.
 	logf("fresh up (empty state) ...")
 	clock := newStepClock()
-	ch := make(chan events.EngineEvent, 256)
-	drained := make(chan struct{})
-	go func() {
-		for ev := range ch {
-			clock.add(ev, time.Now())
-		}
-		close(drained)
-	}()
+	ch, drained := clock.listen()
 	as := s.Auto()
 	start = time.Now()
 	res, err := as.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.ProgressStreams(w), optup.ErrorProgressStreams(w))
 	end := time.Now()
 	rep.fresh = end.Sub(start)
-	select {
-	case <-drained:
-	case <-time.After(10 * time.Second):
-	}
+	drained()
 	if err != nil {
 		return fmt.Errorf("fresh up: %w\nengine output (tail):\n%s", err, tail(progress.String(), 60))
 	}
@@ -308,21 +298,11 @@ func noopBreakdown(ctx context.Context, as auto.Stack, rep *report) error {
 	rep.noopPreview = time.Since(start)
 
 	timed := func(clock *stepClock, run func(chan<- events.EngineEvent) error) (time.Duration, error) {
-		ch := make(chan events.EngineEvent, 256)
-		drained := make(chan struct{})
-		go func() {
-			for ev := range ch {
-				clock.add(ev, time.Now())
-			}
-			close(drained)
-		}()
+		ch, drained := clock.listen()
 		start := time.Now()
 		err := run(ch)
 		took := time.Since(start)
-		select {
-		case <-drained:
-		case <-time.After(10 * time.Second):
-		}
+		drained()
 		return took, err
 	}
 	reads := newReadClock()
