@@ -414,22 +414,10 @@ func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles
 		return nil, nil, err
 	}
 	files := filesOf(r, n.Name)
-	// keepalived's files say nothing of the Kubernetes version: they wait
-	// for this node's Host alone, not for the cluster-wide upgrade (and
-	// so every node's Host), and the endpoint can answer sooner.
-	var early []string
-	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
-		early = []string{keepalived.ConfigPath, keepalived.CheckScriptPath, keepalived.DropInPath, pki.CertificatesDir + "/ca.crt"}
-	}
-	nf, err := declareFiles(ctx, cp, conn, n.Name, keep(files, early, true), []pulumi.Resource{cp.Host})
+	nf, err := declareFiles(ctx, cp, conn, n.Name, files, ready)
 	if err != nil {
 		return nil, nil, err
 	}
-	rest, err := declareFiles(ctx, cp, conn, n.Name, keep(files, early, false), ready)
-	if err != nil {
-		return nil, nil, err
-	}
-	nf.add(rest)
 	cp.files = nf
 	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		// The check script verifies TLS with the cluster CA. The drop-in
