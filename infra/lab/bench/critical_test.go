@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
-
 	"testing"
 	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
 
 func TestCriticalPath(t *testing.T) {
