@@ -404,9 +404,10 @@ func (b *build) outputs() error {
 	})
 }
 
-// newControlPlane declares a control-plane node's packages, files and
-// keepalived after its Host and the upgrade; the caller adds its init or
-// join. It returns the node's files, which kubeadm needs in place first.
+// newControlPlane declares a control-plane node's packages and files after
+// its Host and the upgrade, and keepalived after its Host alone (see
+// early); the caller adds its init or join. It returns the node's files,
+// which kubeadm needs in place first.
 func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
 	conn := connection(cfg, n)
 	ready, err := declareKubernetesPackages(ctx, cp, cfg, n, conn, cp.Host, upgraded)
@@ -414,20 +415,34 @@ func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles
 		return nil, nil, err
 	}
 	files := filesOf(r, n.Name)
-	nf, err := declareFiles(ctx, cp, conn, n.Name, files, ready)
+	// keepalived's files (and the CA its check verifies the API with) say
+	// nothing of the Kubernetes version: they wait for this node's Host
+	// alone, not for the cluster-wide upgrade and so every node's Host,
+	// and the endpoint answers sooner. keepalived's restarts stay apart
+	// from the upgrade's VIP hand-over by the provider's endpoint lock.
+	var early []string
+	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+		early = []string{keepalived.ConfigPath, keepalived.CheckScriptPath, keepalived.DropInPath, pki.CertificatesDir + "/ca.crt"}
+	}
+	nf, err := declareFiles(ctx, cp, conn, n.Name, keep(files, early, true), []pulumi.Resource{cp.Host})
 	if err != nil {
 		return nil, nil, err
 	}
+	rest, err := declareFiles(ctx, cp, conn, n.Name, keep(files, early, false), ready)
+	if err != nil {
+		return nil, nil, err
+	}
+	nf.add(rest)
 	cp.files = nf
 	if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		// The check script verifies TLS with the cluster CA. The drop-in
 		// first: a keepalived started before systemd loads it would leave
 		// its VIP behind if killed, and its daemon-reload would race the
 		// restart.
-		deps := append(nf.get(keepalived.ConfigPath, keepalived.CheckScriptPath, keepalived.DropInPath, pki.CertificatesDir+"/ca.crt"), after...)
+		deps := append(nf.get(early...), after...)
 		svc, err := register(ctx, "Service", n.Name+":keepalived", pulumi.Map{
 			"connection": conn,
-			"name":       pulumi.String("keepalived"),
+			"name":       pulumi.String(keepalived.Unit),
 			"trigger":    pulumi.String(file.Trigger(files, keepalived.Unit)),
 		}, &ServiceHandle{}, pulumi.Parent(cp), pulumi.DependsOn(deps))
 		if err != nil {

@@ -8,6 +8,7 @@ package program
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -110,6 +111,23 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		nf.all = append(nf.all, res)
 	}
 	return nf, nil
+}
+
+// add takes other's files in.
+func (nf *nodeFiles) add(other *nodeFiles) {
+	maps.Copy(nf.byPath, other.byPath)
+	nf.all = append(nf.all, other.all...)
+}
+
+// keep is the files whose path is among paths (in), or not (!in).
+func keep(files []file.File, paths []string, in bool) []file.File {
+	var out []file.File
+	for _, f := range files {
+		if slices.Contains(paths, f.Path) == in {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (nf *nodeFiles) get(paths ...string) []pulumi.Resource {

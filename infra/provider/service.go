@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 )
 
 // Service is a systemd unit kept enabled and running. Its live state is
@@ -57,8 +58,19 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	if restart {
 		verb = "restart"
 	}
-	_, err = must(ctx, c, node, verb+"ing "+in.Name, "systemctl "+verb+" "+unit)
-	return err
+	return movingEndpoint(in.Name, func() error {
+		_, err := must(ctx, c, node, verb+"ing "+in.Name, "systemctl "+verb+" "+unit)
+		return err
+	})
+}
+
+// movingEndpoint runs f, which starts or stops the unit, holding
+// endpointHolders when the unit is keepalived.
+func movingEndpoint(unit string, f func() error) error {
+	if unit != keepalived.Unit {
+		return f()
+	}
+	return holdingEndpoint(f)
 }
 
 // serviceRead: a unit on a node refusing the key reads as stopped, so the
@@ -134,6 +146,8 @@ func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]
 		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "stopping "+req.State.Name, req.State.Name+" enabled and running", err)
 	}
 	defer c.Close()
-	_, err = must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+quote(req.State.Name))
-	return infer.DeleteResponse{}, err
+	return infer.DeleteResponse{}, movingEndpoint(req.State.Name, func() error {
+		_, err := must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+quote(req.State.Name))
+		return err
+	})
 }

@@ -576,39 +576,9 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 	switch s.Action {
 	case upgrade.Apply, upgrade.ControlPlane:
 		node := s.Nodes[0]
-		return u.on(ctx, node, func(ex ssh.Executor) error {
-			if err := u.install(ctx, ex, node, "kubeadm"); err != nil {
-				return err
-			}
-			cmd := "kubeadm upgrade node --certificate-renewal=false" + preflightFlag(u.ignore())
-			if s.Action == upgrade.Apply {
-				// kubeadm's own check of what it is about to do, read-only.
-				if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, "kubeadm upgrade plan "+quote(u.in.Target)+preflightFlag(u.ignore())); err != nil {
-					return err
-				}
-				// Certificates are up's to renew (cluster.certificates).
-				cmd = "kubeadm upgrade apply " + quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
-			}
-			// kubeadm restarts the node's apiserver: where the node holds
-			// the VIP, keepalived hands it over first (its drop-in takes
-			// the address off as it stops), or the endpoint would answer
-			// nothing until the health check moved it, seconds later.
-			handedOver, err := u.handOverVIP(ctx, ex, node)
-			if err != nil {
-				return err
-			}
-			if handedOver {
-				defer func() {
-					if _, err := must(ctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
-						p.GetLogger(ctx).Warningf("%v", err)
-					}
-				}()
-			}
-			if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
-				return err
-			}
-			return u.healthy(ctx, ex, node, true)
-		})
+		// The whole step, not only the hand-over: kubeadm restarts the
+		// node's apiserver and the health check reads through the endpoint.
+		return holdingEndpoint(func() error { return u.controlPlaneStep(ctx, s, node) })
 	case upgrade.Kubelet:
 		return u.kubelet(ctx, s.Nodes[0], false)
 	default:
@@ -622,6 +592,44 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 		}
 		return errs.ErrorOrNil()
 	}
+}
+
+// controlPlaneStep upgrades one control-plane node: kubeadm upgrade
+// apply on the first, upgrade node on the others.
+func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node string) error {
+	return u.on(ctx, node, func(ex ssh.Executor) error {
+		if err := u.install(ctx, ex, node, "kubeadm"); err != nil {
+			return err
+		}
+		cmd := "kubeadm upgrade node --certificate-renewal=false" + preflightFlag(u.ignore())
+		if s.Action == upgrade.Apply {
+			// kubeadm's own check of what it is about to do, read-only.
+			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, "kubeadm upgrade plan "+quote(u.in.Target)+preflightFlag(u.ignore())); err != nil {
+				return err
+			}
+			// Certificates are up's to renew (cluster.certificates).
+			cmd = "kubeadm upgrade apply " + quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
+		}
+		// kubeadm restarts the node's apiserver: where the node holds
+		// the VIP, keepalived hands it over first (its drop-in takes
+		// the address off as it stops), or the endpoint would answer
+		// nothing until the health check moved it, seconds later.
+		handedOver, err := u.handOverVIP(ctx, ex, node)
+		if err != nil {
+			return err
+		}
+		if handedOver {
+			defer func() {
+				if _, err := must(ctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
+					p.GetLogger(ctx).Warningf("%v", err)
+				}
+			}()
+		}
+		if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
+			return err
+		}
+		return u.healthy(ctx, ex, node, true)
+	})
 }
 
 // handOverVIP stops keepalived on the node when it holds the endpoint's

@@ -1,0 +1,24 @@
+package provider
+
+import "sync"
+
+// endpointHolders is taken by every step that changes which nodes can
+// hold the endpoint's address (the vip layout's keepalived): the
+// upgrade's control-plane steps, which hand the VIP over and take it back,
+// and keepalived's starts, restarts and stops. Held one at a time, no
+// restart can take the VIP's last holder away while the upgrade has
+// stopped keepalived on another node (the seed's second incident: etcd
+// kept quorum, the endpoint answered nothing).
+//
+// A lock in the provider process rather than an order in the graph: an up
+// runs one provider process for all its resources, and ordering
+// keepalived's Service after the upgrade would make every control-plane
+// node's keepalived, and so the bootstrap, wait for every node's Host.
+var endpointHolders sync.Mutex
+
+// holdingEndpoint runs f with endpointHolders held.
+func holdingEndpoint(f func() error) error {
+	endpointHolders.Lock()
+	defer endpointHolders.Unlock()
+	return f()
+}
