@@ -69,14 +69,28 @@ func (h *Host) Annotate(a infer.Annotator) {
 
 // factsScript prints key=value lines; read-only. The VIP is a secondary
 // address of its holder: leaving secondaries out keeps the facts stable
-// while the VIP moves.
-const factsScript = `echo "hostname=$(hostname)"
-echo "kernel=$(uname -r)"
-( . /etc/os-release 2>/dev/null; echo "os=$PRETTY_NAME" )
-for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
-ip -o -4 addr show scope global 2>/dev/null | grep -v ' secondary ' | while read -r _ _ _ a _; do echo "addr=${a%%/*}"; done
+// while the VIP moves. It reads files with the shell's own read, not a
+// forked cat or command substitution each: on a busy machine every
+// process a refresh starts on every node is dear (docs/benchmarks.md).
+// The certificates' lines (the CA's, and the kubelet client's without
+// its key) are for factsOf to read back (nodefacts.Lines).
+var factsScript = factsScriptFor(pki.CertificatesDir+"/ca.crt", nodefacts.KubeletClientCert, nodefacts.KubeletConf)
+
+// factsScriptFor is factsScript reading the CA, the kubelet's client
+// certificate and kubelet.conf at those paths (tests' temporary files).
+func factsScriptFor(ca, kubeletCert, kubeletConf string) string {
+	return `read -r h < /proc/sys/kernel/hostname; echo "hostname=$h"
+read -r k < /proc/sys/kernel/osrelease; echo "kernel=$k"
+[ -r /etc/os-release ] && . /etc/os-release; echo "os=$PRETTY_NAME"
+for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; read -r m < "$i/address"; echo "mac=$m"; done
+ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case " $rest " in *" secondary "*) continue;; esac; echo "addr=${a%%/*}"; done
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
+` + nodefacts.LinesFuncs + `
+certlines ca ` + quote(ca) + `
+certlines kubeletcert ` + quote(kubeletCert) + `
+[ -f ` + quote(kubeletConf) + ` ] && echo kubeletconf=yes
 true`
+}
 
 // versionCommands print each tool's version (Versions, by tool).
 var versionCommands = []struct{ tool, cmd string }{
@@ -88,28 +102,34 @@ var versionCommands = []struct{ tool, cmd string }{
 
 // versionScript prints each installed tool's version and stamp: its
 // path, inode, size, and change and modification times (to the
-// nanosecond). A tool whose stamp is the one prev recorded is the same
-// file, so prev's version is printed instead of running it: every refresh
-// ran four binaries on every node, most of them large Go programs, while
-// the whole cluster's other reads compete for the same cores. Replacing a
-// binary (dpkg renames a new file over it, a copy writes it in place)
-// changes its inode or its change time, which only root setting the
-// clock back could undo. A stat that fails gives no stamp, and the tool
-// is run.
+// nanosecond), one stat for all of them. A tool whose stamp is the one
+// prev recorded is the same file, so prev's version is printed instead of
+// running it: every refresh ran four binaries on every node, most of them
+// large Go programs, while the whole cluster's other reads compete for
+// the same cores. Replacing a binary (dpkg renames a new file over it, a
+// copy writes it in place) changes its inode or its change time, which
+// only root setting the clock back could undo. A tool stat cannot read
+// (a dangling link) has no stamp and no version: it could not run.
 func versionScript(prev HostState) string {
 	var b strings.Builder
-	for _, v := range versionCommands {
-		run := `echo "version.` + v.tool + `=$(` + v.cmd + `)"`
-		cached := ""
-		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {
-			cached = `if [ -n "$s" ] && [ "$s" = ` + quote(stamp) + ` ]; then echo version.` + v.tool + `=` + quote(version) + `; else ` + run + `; fi`
-		}
-		if cached == "" {
-			cached = run
-		}
-		b.WriteString(`p=$(command -v ` + v.tool + `) && { s=$(stat -Lc '%i %s %z %y' "$p") && s="$p $s" || s=; echo "stamp.` + v.tool + `=$s"; ` + cached + `; }` + "\n")
+	tools := make([]string, len(versionCommands))
+	for i, v := range versionCommands {
+		tools[i] = v.tool
 	}
-	b.WriteString("true\n")
+	// PATH walked by the shell itself: command -v takes one name in
+	// dash, and a command substitution per tool is a fork each.
+	b.WriteString("set --\nfor t in " + strings.Join(tools, " ") + "; do IFS=:; for d in $PATH; do d=${d:-.}; [ -f \"$d/$t\" ] && [ -x \"$d/$t\" ] && { set -- \"$@\" \"$d/$t\"; break; }; done; unset IFS; done\n")
+	b.WriteString("stamps=; [ $# -eq 0 ] || stamps=$(stat -Lc '%n %i %s %z %y' \"$@\" 2>/dev/null)\n")
+	b.WriteString("IFS='\n'\nfor l in $stamps; do\np=${l%% *}; t=${p##*/}; echo \"stamp.$t=$l\"\ncase \"$t $l\" in\n")
+	for _, v := range versionCommands {
+		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {
+			b.WriteString(quote(v.tool+" "+stamp) + ") echo version." + v.tool + "=" + quote(version) + " ;;\n")
+		}
+	}
+	for _, v := range versionCommands {
+		b.WriteString(quote(v.tool+" ") + `*) echo "version.` + v.tool + `=$(` + v.cmd + `)" ;;` + "\n")
+	}
+	b.WriteString("esac\ndone\nunset IFS\ntrue\n")
 	return b.String()
 }
 
@@ -159,10 +179,13 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
 	}
 	st.parseFacts(out)
-	if data, err := c.Read(ctx, pki.CertificatesDir+"/ca.crt"); err == nil {
-		st.CA, _ = pki.CAPin(data)
+	if ca := nodefacts.Lines(out, "ca"); ca != nil {
+		st.CA, _ = pki.CAPin(ca)
 	}
-	st.JoinedAs = joinedAs(ctx, c)
+	st.JoinedAs = pki.NodeNameOf(nodefacts.Lines(out, "kubeletcert"))
+	if st.JoinedAs == "" && nodefacts.Lines(out, "kubeletconf") != nil {
+		st.JoinedAs = embeddedNodeName(ctx, c)
+	}
 	return st, nil
 }
 
@@ -198,14 +221,9 @@ func (st *HostState) parseFacts(out string) {
 	sort.Strings(st.Addresses)
 }
 
-// joinedAs is the node name the machine's kubelet holds a client
-// certificate for: the rotating one, else the one kubelet.conf embeds.
-func joinedAs(ctx context.Context, c ssh.Executor) string {
-	if data, err := c.Read(ctx, nodefacts.KubeletClientCert); err == nil {
-		if name := pki.NodeNameOf(data); name != "" {
-			return name
-		}
-	}
+// embeddedNodeName is the node name of the client certificate kubelet.conf
+// embeds: who the machine's kubelet is when it has no rotating one.
+func embeddedNodeName(ctx context.Context, c ssh.Executor) string {
 	data, err := c.Read(ctx, kubeletConf)
 	if err != nil {
 		return ""

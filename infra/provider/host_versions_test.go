@@ -8,12 +8,18 @@ import (
 	"testing"
 )
 
-// TestVersionScriptRunsOnlyChangedTools runs the facts' version lines in a
-// real shell, with a kubeadm and a kubelet that count their runs: the
+// TestVersionScriptRunsOnlyChangedTools runs the facts' version lines in
+// real shells (dash and bash), with a kubeadm and a kubelet that count their runs: the
 // first read runs both; a read with the stamps it recorded runs neither
 // and keeps their versions; a kubeadm replaced the way dpkg replaces it
 // (a new file renamed over the old) is run again, whatever its size.
 func TestVersionScriptRunsOnlyChangedTools(t *testing.T) {
+	for _, shell := range []string{"sh", "bash"} {
+		t.Run(shell, func(t *testing.T) { versionScriptRuns(t, shell) })
+	}
+}
+
+func versionScriptRuns(t *testing.T, shell string) {
 	bin, runs := t.TempDir(), t.TempDir()
 	tool := func(name, version string) string {
 		return "#!/bin/sh\necho run >> " + filepath.Join(runs, name) + "\necho " + version + "\n"
@@ -35,7 +41,7 @@ func TestVersionScriptRunsOnlyChangedTools(t *testing.T) {
 	}
 	read := func(prev HostState) HostState {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", versionScript(prev))
+		cmd := exec.Command(shell, "-c", versionScript(prev))
 		// Only the stand-ins and what the script itself needs.
 		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
 		out, err := cmd.Output()

@@ -244,16 +244,25 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		if strings.Contains(cmd, nodefacts.JoinMarker) { // the join's Read asks its membership first
 			b.WriteString(nodefacts.StateSetUp + "\n")
 		}
-		enc := base64.StdEncoding.EncodeToString
+		lines := func(key string, data []byte) {
+			for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+				fmt.Fprintf(&b, "%s=%s\n", key, l)
+			}
+		}
 		if f, ok := k.n.files[nodefacts.KubeletConf]; ok {
-			fmt.Fprintf(&b, "kubelet-conf=%s\n", enc(keyData.ReplaceAll(f.content, []byte(`${1}cmVkYWN0ZWQ=`))))
+			if keyData.Match(f.content) {
+				fmt.Fprintf(&b, "kubelet-conf=%s\n", base64.StdEncoding.EncodeToString(keyData.ReplaceAll(f.content, []byte(`${1}cmVkYWN0ZWQ=`))))
+			} else {
+				b.WriteString("kubelet-conf-file=yes\n")
+				lines("kubelet-conf-line", f.content)
+			}
 		}
 		if f, ok := k.n.files[nodefacts.KubeletClientCert]; ok {
 			if c, err := nodefacts.ParseCertPEM(f.content); err == nil {
-				fmt.Fprintf(&b, "kubelet-current=%s\n", enc(pemOf(c.Raw)))
+				lines("kubelet-current-line", pemOf(c.Raw))
 			}
 		}
-		fmt.Fprintf(&b, "kubelet-ca=%s\n", enc(k.ca.pem))
+		lines("kubelet-ca-line", k.ca.pem)
 		return ssh.Result{Stdout: []byte(b.String())}, nil
 	})
 	k.n.on("systemctl restart kubelet", "", 0)

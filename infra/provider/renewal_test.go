@@ -186,7 +186,10 @@ func (f *fakePKI) reissue(match func(nodefacts.Renewable) bool) {
 func (f *fakePKI) probe() string {
 	var b strings.Builder
 	for _, sc := range nodefacts.ServingCerts {
-		fmt.Fprintf(&b, "file=%s %s\n", nodefacts.PKIFile(sc.File), base64.StdEncoding.EncodeToString(pemOf(f.certs[sc.File])))
+		fmt.Fprintf(&b, "file=%s \n", nodefacts.PKIFile(sc.File))
+		for _, l := range strings.Split(strings.TrimSuffix(string(pemOf(f.certs[sc.File])), "\n"), "\n") {
+			fmt.Fprintf(&b, "line %s=%s\n", nodefacts.PKIFile(sc.File), l)
+		}
 	}
 	for _, r := range nodefacts.Renewables {
 		kind := "cert"

@@ -33,15 +33,19 @@ func KubeletClientPair(t time.Time) string {
 // so the kubeconfig still parses and shows that it embeds a key.
 var redactedKey = base64.StdEncoding.EncodeToString([]byte("redacted"))
 
-// kubeletClientScript prints, for ParseKubeletClient, kubelet.conf with
-// every client-key-data value replaced ("kubelet-conf=BASE64"), the
-// certificate blocks of kubelet-client-current.pem ("kubelet-current=")
-// and the cluster CA ("kubelet-ca="). No key leaves the node. Read-only.
+// kubeletClientScript prints, for ParseKubeletClient, kubelet.conf (its
+// lines, or, when it embeds a key, the whole file base64 with every
+// client-key-data value replaced: "kubelet-conf="), the certificate
+// blocks of kubelet-client-current.pem and the cluster CA. No key leaves
+// the node. Read-only. The common case, a kubelet.conf that names its
+// files, starts no process but the shell (LinesFuncs).
 func kubeletClientScript(root string) string {
-	return "r=" + shellQuote(root) + "\n" +
-		`[ -f "$r` + KubeletConf + `" ] && echo "kubelet-conf=$(sed -E 's#(client-key-data"?[[:space:]]*:[[:space:]]*)["'"'"']?[A-Za-z0-9+/=]*["'"'"']?#\1"` + redactedKey + `"#' "$r` + KubeletConf + `" | base64 -w0)"` + "\n" +
-		`[ -f "$r` + KubeletClientCert + `" ] && echo "kubelet-current=$(sed -n '/-BEGIN CERTIFICATE-/,/-END CERTIFICATE-/p' "$r` + KubeletClientCert + `" | base64 -w0)"` + "\n" +
-		`[ -f "$r` + CACert + `" ] && echo "kubelet-ca=$(base64 -w0 < "$r` + CACert + `")"` + "\n" +
+	return "r=" + shellQuote(root) + "\n" + LinesFuncs + "\n" +
+		`if [ -f "$r` + KubeletConf + `" ]; then k=; while IFS= read -r l || [ -n "$l" ]; do case $l in *client-key-data*) k=1;; esac; done < "$r` + KubeletConf + `"` + "\n" +
+		`if [ -n "$k" ]; then echo "kubelet-conf=$(sed -E 's#(client-key-data"?[[:space:]]*:[[:space:]]*)["'"'"']?[A-Za-z0-9+/=]*["'"'"']?#\1"` + redactedKey + `"#' "$r` + KubeletConf + `" | base64 -w0)"` + "\n" +
+		`else echo kubelet-conf-file=yes; lines kubelet-conf-line "$r` + KubeletConf + `"; fi; fi` + "\n" +
+		`certlines kubelet-current-line "$r` + KubeletClientCert + `"` + "\n" +
+		`lines kubelet-ca-line "$r` + CACert + `"` + "\n" +
 		"true"
 }
 
@@ -77,22 +81,17 @@ func (k KubeletClient) Embeds() bool { return k.Embedded != nil }
 func ParseKubeletClient(out string) KubeletClient {
 	var k KubeletClient
 	var conf, current, ca []byte
+	conf, current, ca = Lines(out, "kubelet-conf-line"), Lines(out, "kubelet-current-line"), Lines(out, "kubelet-ca-line")
 	for _, line := range strings.Split(out, "\n") {
 		key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok {
-			continue
-		}
-		data, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			continue
-		}
-		switch key {
-		case "kubelet-conf":
-			k.Conf, conf = true, data
-		case "kubelet-current":
-			current = data
-		case "kubelet-ca":
-			ca = data
+		switch {
+		case !ok:
+		case key == "kubelet-conf-file":
+			k.Conf = true
+		case key == "kubelet-conf":
+			if data, err := base64.StdEncoding.DecodeString(v); err == nil {
+				k.Conf, conf = true, data
+			}
 		}
 	}
 	if c, err := ParseCertPEM(current); err == nil {

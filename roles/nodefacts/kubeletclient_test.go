@@ -158,24 +158,37 @@ func TestKubeletClientScript(t *testing.T) {
 			if tc.ca {
 				write(CACert, ca.pem)
 			}
-			out, err := exec.Command("sh", "-c", kubeletClientScript(root)).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
+			for _, shell := range []string{"sh", "bash"} {
+				out, err := exec.Command(shell, "-c", kubeletClientScript(root)).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: %v: %s", shell, err, out)
+				}
+				checkKubeletClientOut(t, string(out), [][]byte{key, rotatedKey}, tc.check)
 			}
-			decoded := string(out)
-			for _, l := range strings.Split(string(out), "\n") {
+		})
+	}
+}
+
+// checkKubeletClientOut fails on any of keys in the probe's output, raw or
+// base64, then checks what it parses to.
+func checkKubeletClientOut(t *testing.T, out string, keys [][]byte, check func(t *testing.T, k KubeletClient)) {
+	t.Helper()
+	{
+		{
+			decoded := out
+			for _, l := range strings.Split(out, "\n") {
 				if _, v, ok := strings.Cut(l, "="); ok {
 					d, _ := base64.StdEncoding.DecodeString(v)
 					decoded += string(d)
 				}
 			}
-			for _, k := range [][]byte{key, rotatedKey} {
+			for _, k := range keys {
 				if strings.Contains(decoded, string(k)) || strings.Contains(decoded, base64.StdEncoding.EncodeToString(k)) || strings.Contains(decoded, "PRIVATE KEY") {
 					t.Fatal("the probe printed a key")
 				}
 			}
-			tc.check(t, ParseKubeletClient(string(out)))
-		})
+			check(t, ParseKubeletClient(out))
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package nodefacts
 
 import (
 	"crypto/x509"
-	"encoding/base64"
 	"strings"
 )
 
@@ -29,13 +28,15 @@ func probedFiles() []string {
 }
 
 // probeScript reads below root (a test's file tree); "" is the node's /.
-// No command substitution: each would fork a shell per file, and process
-// creation is most of what a refresh costs (docs/benchmarks.md). Every
+// Each file is "file=PATH", then its lines (LinesFuncs): no process per
+// file, and process creation is most of what a refresh costs
+// (docs/benchmarks.md). Every
 // kubeconfig gets a line without a server first; awk's, when it names
 // one, comes later and wins.
 func probeScript(root string) string {
 	return "r=" + shellQuote(root) + "\n" +
-		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && { printf 'file=%s ' "$f"; base64 -w0 < "$r$f"; echo; }; done` + "\n" +
+		LinesFuncs + "\n" +
+		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && { printf 'file=%s \n' "$f"; lines "line $f" "$r$f"; }; done` + "\n" +
 		"set --\n" +
 		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && { echo "kubeconfig=${p#"$r"} "; set -- "$@" "$p"; }; done` + "\n" +
 		`[ $# -eq 0 ] || awk -v n=${#r} 'FNR == 1 { got = 0 } !got && $1 == "server:" { print "kubeconfig=" substr(FILENAME, n + 1) " " $2; got = 1 }' "$@"` + "\n" +
@@ -66,9 +67,7 @@ func ParseProbe(out string) Live {
 		}
 		switch k {
 		case "file":
-			if data, err := base64.StdEncoding.DecodeString(rest); err == nil {
-				l.Files[p] = data
-			}
+			l.Files[p] = append([]byte{}, Lines(out, "line "+p)...)
 		case "kubeconfig":
 			l.Kubeconfigs[p] = strings.TrimSpace(rest)
 		}
