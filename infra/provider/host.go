@@ -116,10 +116,7 @@ func versionScript(prev HostState) string {
 	for i, v := range versionCommands {
 		tools[i] = v.tool
 	}
-	// PATH walked by the shell itself: command -v takes one name in
-	// dash, and a command substitution per tool is a fork each.
-	b.WriteString("set --\nfor t in " + strings.Join(tools, " ") + "; do IFS=:; for d in $PATH; do d=${d:-.}; [ -f \"$d/$t\" ] && [ -x \"$d/$t\" ] && { set -- \"$@\" \"$d/$t\"; break; }; done; unset IFS; done\n")
-	b.WriteString("stamps=; [ $# -eq 0 ] || stamps=$(stat -Lc '%n %i %s %z %y' \"$@\" 2>/dev/null)\n")
+	b.WriteString(nodefacts.StampsScript(tools...))
 	b.WriteString("IFS='\n'\nfor l in $stamps; do\np=${l%% *}; t=${p##*/}; echo \"stamp.$t=$l\"\ncase \"$t $l\" in\n")
 	for _, v := range versionCommands {
 		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {

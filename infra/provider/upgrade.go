@@ -59,6 +59,7 @@ type KubernetesUpgradeArgs struct {
 type NodeVersions struct {
 	ControlPlane string `pulumi:"controlPlane,optional"`
 	Kubelet      string `pulumi:"kubelet,optional"`
+	KubeletStamp string `pulumi:"kubeletStamp,optional"`
 	Joined       bool   `pulumi:"joined"`
 	// CgroupV1 without KubeletAllowsCgroupV1 stops an upgrade to v1.35.
 	CgroupV1              bool `pulumi:"cgroupV1,optional"`
@@ -92,6 +93,7 @@ func (v *NodeVersions) Annotate(a infer.Annotator) {
 	a.Describe(&v, "What a node runs, as last read.")
 	a.Describe(&v.ControlPlane, "The oldest version among the node's control-plane manifests (control-plane nodes).")
 	a.Describe(&v.Kubelet, "The node's kubelet version.")
+	a.Describe(&v.KubeletStamp, "The file the kubelet's version was read from: path, inode, size, change and modification times. A refresh runs the kubelet for its version only when this changed.")
 	a.Describe(&v.Joined, "Whether the node is a member of the cluster (its kubeadm init or join completed).")
 	a.Describe(&v.CgroupV1, "Whether the node runs cgroup v1.")
 	a.Describe(&v.KubeletAllowsCgroupV1, "Whether the kubelet's configuration says failCgroupV1: false.")
@@ -170,7 +172,7 @@ func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[Kuberne
 			// A first build reads the nodes before kubeadm init, so its
 			// state knows no member until a refresh: read them now (read
 			// only) rather than show an empty plan.
-			if l, u, c, err := survey(reading(ctx), req.Inputs); err == nil {
+			if l, u, c, err := survey(reading(ctx), req.Inputs, nil); err == nil {
 				live, unread, cv = l, u, c
 			}
 		}
@@ -216,8 +218,9 @@ func anyJoined(live map[string]NodeVersions) bool {
 
 // survey reads every node's versions and, through the first control-plane
 // node whose API answers, kubeadm-config's version. Nodes that cannot be
-// read are in unread, with why.
-func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]NodeVersions, unread map[string]string, clusterVersion string, err error) {
+// read are in unread, with why. A kubelet whose stamp is the one known
+// (a refresh's last read) keeps its version without being run.
+func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]NodeVersions) (live map[string]NodeVersions, unread map[string]string, clusterVersion string, err error) {
 	live, unread = map[string]NodeVersions{}, map[string]string{}
 	type versionsRead struct {
 		v   nodefacts.Versions
@@ -226,7 +229,8 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]Node
 	conns := in.conns()
 	read := eachNode(conns, func(conn Connection) versionsRead {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
-			out, _, err := query(ctx, c, nodefacts.VersionsScript)
+			k := known[conn.Node]
+			out, _, err := query(ctx, c, nodefacts.VersionsScriptFor(k.KubeletStamp, k.Kubelet))
 			return nodefacts.ParseVersions(out), err
 		})
 		if failed && err == nil {
@@ -240,7 +244,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs) (live map[string]Node
 			unread[conn.Node] = firstLine(err)
 			continue
 		}
-		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, Joined: v.Joined, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
+		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, KubeletStamp: v.KubeletStamp, Joined: v.Joined, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 	}
 	for _, conn := range in.ControlPlanes {
 		if v := live[conn.Node]; !v.Joined {
@@ -271,7 +275,7 @@ func firstLine(err error) string {
 // look is the preview of a KubernetesUpgrade new to the stack: a
 // read-only look at the nodes (on a first build, none is a member yet).
 func look(ctx context.Context, in KubernetesUpgradeArgs) {
-	live, unread, cv, err := survey(ctx, in)
+	live, unread, cv, err := survey(ctx, in, nil)
 	if err != nil {
 		p.GetLogger(ctx).Warningf("the upgrade to %s cannot be planned yet: %v", in.Target, err)
 		return
@@ -312,7 +316,7 @@ func (KubernetesUpgrade) Read(ctx context.Context, req infer.ReadRequest[Kuberne
 	if len(in.ControlPlanes) == 0 {
 		in = st.KubernetesUpgradeArgs
 	}
-	live, _, cv, err := survey(reading(ctx), in)
+	live, _, cv, err := survey(reading(ctx), in, st.Live)
 	// Nothing read (every node off, or refusing the state's key) is no
 	// news: an empty kubeadm-config version would plan an apply of the
 	// version the cluster already runs.
@@ -340,7 +344,7 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 	st := KubernetesUpgradeState{KubernetesUpgradeArgs: in}
 	log := p.GetLogger(ctx)
 	settleEarlier(ctx, in)
-	live, unread, cv, err := survey(ctx, in)
+	live, unread, cv, err := survey(ctx, in, nil)
 	st.Live, st.ClusterVersion = live, cv
 	if err != nil {
 		// kubeadm-config matters only to an upgrade that is due: with

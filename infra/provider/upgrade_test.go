@@ -86,6 +86,36 @@ func TestUpgradeReadOfNoNode(t *testing.T) {
 	}
 }
 
+// A refresh hands each node the kubelet's stamp it last read, so a
+// kubelet still that file is not run again; an up reads afresh.
+func TestUpgradeReadKnowsTheKubelets(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	in.Target = "v1.34.4"
+	stamp := "/usr/bin/kubelet 42 100 2026-12-03 06:24:15.780814324 +0000 2026-12-03 02:02:44.798896346 +0000"
+	at := map[string]NodeVersions{}
+	for _, c := range in.conns() {
+		at[c.Node] = NodeVersions{Kubelet: "v1.34.4", KubeletStamp: stamp, Joined: true}
+	}
+	st := KubernetesUpgradeState{KubernetesUpgradeArgs: in, Reached: "v1.34.4", Live: at, ClusterVersion: "v1.34.4"}
+	if _, err := (KubernetesUpgrade{}).Read(l.ctx(), infer.ReadRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]{ID: "kubernetes", Inputs: in, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range in.conns() {
+		if !l.node(c.Node).asked(`[ "$stamps" = '` + stamp + `' ]`) {
+			t.Errorf("%s's read does not know its kubelet's stamp", c.Node)
+		}
+		l.node(c.Node).reset()
+	}
+	if _, _, _, err := survey(l.ctx(), in, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range in.conns() {
+		if l.node(c.Node).asked(stamp) {
+			t.Errorf("%s: a survey with nothing known used a stamp", c.Node)
+		}
+	}
+}
+
 // TestUpgradeRefusesBeforeChangingAnything: every refusal comes from
 // reads alone, and names what to do.
 func TestUpgradeRefusesBeforeChangingAnything(t *testing.T) {
@@ -133,7 +163,7 @@ func TestUpgradeLeftOutNode(t *testing.T) {
 	in.Target = "v1.35.4"
 	l.node("cp-3").dialErr = unreachableErr("cp-3")
 	t.Setenv(EnvUpgradeWithout, "cp-3")
-	live, unread, cv, err := survey(l.ctx(), in)
+	live, unread, cv, err := survey(l.ctx(), in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

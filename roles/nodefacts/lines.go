@@ -23,3 +23,18 @@ func Lines(out, key string) []byte {
 	}
 	return b
 }
+
+// StampsScript sets the shell variable stamps to a line for each of tools
+// found in PATH: "PATH INODE SIZE CHANGE MODIFY" (to the nanosecond), one
+// stat for all, of a link's target. The same file keeps its stamp; a
+// binary replaced (dpkg renames a new file over it, a copy writes it in
+// place) gets another inode or change time, which only root setting the
+// clock back could undo. So a version read once from a stamped binary
+// holds until its stamp changes, and large Go programs need not be
+// started on every read to ask theirs. The shell walks PATH itself:
+// command -v takes one name in dash, and a command substitution per tool
+// is a fork each. It uses the positional parameters.
+func StampsScript(tools ...string) string {
+	return "set --\nfor t in " + strings.Join(tools, " ") + `; do IFS=:; for d in $PATH; do d=${d:-.}; [ -f "$d/$t" ] && [ -x "$d/$t" ] && { set -- "$@" "$d/$t"; break; }; done; unset IFS; done` + "\n" +
+		`stamps=; [ $# -eq 0 ] || stamps=$(stat -Lc '%n %i %s %z %y' "$@" 2>/dev/null)` + "\n"
+}

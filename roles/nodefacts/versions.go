@@ -12,19 +12,29 @@ var VersionedComponents = []string{KubeAPIServer, KubeControllerManager, KubeSch
 
 // VersionsScript is read-only. It prints what a node runs, for
 // ParseVersions: "image=COMPONENT REF" for each control-plane manifest,
-// "kubelet=OUTPUT" (kubelet --version), "joined=yes" when the node is a
-// member of a cluster (its init or join completed), its cgroup file
-// system and whether its kubelet's configuration allows cgroup v1.
-var VersionsScript = func() string {
+// "kubelet=OUTPUT" (kubelet --version) with the kubelet's stamp
+// (StampsScript), "joined=yes" when the node is a member of a cluster (its
+// init or join completed), its cgroup file system and whether its
+// kubelet's configuration allows cgroup v1.
+var VersionsScript = VersionsScriptFor("", "")
+
+// VersionsScriptFor is VersionsScript knowing the kubelet's stamp and
+// version from an earlier read: a kubelet with that stamp is not run.
+func VersionsScriptFor(kubeletStamp, kubeletVersion string) string {
 	// One awk for the manifests and no command substitution: a shell
 	// forked per fact was most of what this cost (docs/benchmarks.md).
 	var b strings.Builder
+	b.WriteString(StampsScript("kubelet"))
+	run := `printf 'kubelet='; kubelet --version 2>/dev/null || echo`
+	if kubeletStamp != "" && kubeletVersion != "" {
+		run = `if [ "$stamps" = ` + shellQuote(kubeletStamp) + ` ]; then echo kubelet=` + shellQuote(kubeletVersion) + `; else ` + run + `; fi`
+	}
+	b.WriteString(`[ -n "$stamps" ] && { printf 'kubelet-stamp=%s\n' "$stamps"; ` + run + `; }` + "\n")
 	b.WriteString("set --\n")
 	for _, c := range VersionedComponents {
 		b.WriteString(`[ -f ` + Manifest(c) + ` ] && set -- "$@" ` + Manifest(c) + "\n")
 	}
 	b.WriteString(`[ $# -eq 0 ] || awk 'FNR == 1 { got = 0; c = FILENAME; sub(/.*\//, "", c); sub(/\.yaml$/, "", c) } !got && $1 == "image:" { print "image=" c " " $2; got = 1 }' "$@"` + "\n")
-	b.WriteString(`command -v kubelet >/dev/null && { printf 'kubelet='; kubelet --version 2>/dev/null || echo; }` + "\n")
 	// A member is a node whose init or join finished (its marker): one
 	// holding kubeadm's files without it is an interrupted run, which
 	// its KubeadmJoin resets, not a node to upgrade.
@@ -33,16 +43,17 @@ var VersionsScript = func() string {
 	b.WriteString(`grep -qE '^failCgroupV1:[[:space:]]*false' ` + KubeletConfigFile + ` 2>/dev/null && echo failcgroupv1=false` + "\n")
 	b.WriteString("true")
 	return b.String()
-}()
+}
 
 // Versions is what VersionsScript found on a node.
 type Versions struct {
 	// Components are the control-plane manifests' image tags, by
 	// component ("v1.34.4").
 	Components map[string]string
-	// Kubelet is the kubelet's version, "" when none is installed.
-	Kubelet string
-	Joined  bool
+	// Kubelet is the kubelet's version, "" when none is installed;
+	// KubeletStamp the stamp of the file it was read from (StampsScript).
+	Kubelet, KubeletStamp string
+	Joined                bool
 	// CgroupV1: the node's /sys/fs/cgroup is cgroup v1's (a tmpfs of
 	// hierarchies), which the kubelet refuses from v1.35 on unless its
 	// configuration says failCgroupV1: false (KubeletAllowsCgroupV1).
@@ -88,6 +99,8 @@ func ParseVersions(out string) Versions {
 			if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 				v.Components[c] = ref[i+1:]
 			}
+		case "kubelet-stamp":
+			v.KubeletStamp = val
 		case "kubelet":
 			// "Kubernetes v1.34.4"
 			f := strings.Fields(val)

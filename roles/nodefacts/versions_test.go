@@ -81,3 +81,52 @@ func TestParseVersionsCgroups(t *testing.T) {
 		t.Errorf("%+v", v)
 	}
 }
+
+// TestVersionsScriptKnowsTheKubelet runs the script in dash and bash with
+// a kubelet that counts its runs: a first read runs it and records its
+// stamp; a read knowing that stamp does not run it and keeps its
+// version; a kubelet replaced the way dpkg replaces it runs again.
+func TestVersionsScriptKnowsTheKubelet(t *testing.T) {
+	for _, shell := range []string{"sh", "bash"} {
+		t.Run(shell, func(t *testing.T) {
+			bin, runs := t.TempDir(), filepath.Join(t.TempDir(), "runs")
+			install := func(version string) {
+				tmp := filepath.Join(bin, ".kubelet.new")
+				if err := os.WriteFile(tmp, []byte("#!/bin/sh\necho run >> "+runs+"\necho Kubernetes "+version+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, filepath.Join(bin, "kubelet")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count := func() int { data, _ := os.ReadFile(runs); return strings.Count(string(data), "run") }
+			read := func(script string) Versions {
+				t.Helper()
+				cmd := exec.Command(shell, "-c", script)
+				cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				return ParseVersions(string(out))
+			}
+
+			if v := read(VersionsScript); v.Kubelet != "" || v.KubeletStamp != "" {
+				t.Errorf("no kubelet read as %q, stamp %q", v.Kubelet, v.KubeletStamp)
+			}
+			install("v1.34.4")
+			first := read(VersionsScript)
+			if first.Kubelet != "v1.34.4" || !strings.HasPrefix(first.KubeletStamp, filepath.Join(bin, "kubelet")+" ") || count() != 1 {
+				t.Fatalf("first read: %q, stamp %q, %d runs", first.Kubelet, first.KubeletStamp, count())
+			}
+			again := read(VersionsScriptFor(first.KubeletStamp, first.Kubelet))
+			if again.Kubelet != "v1.34.4" || again.KubeletStamp != first.KubeletStamp || count() != 1 {
+				t.Errorf("read knowing the stamp: %q, stamp %q, %d runs", again.Kubelet, again.KubeletStamp, count())
+			}
+			install("v1.35.4") // the same size: the inode tells
+			if v := read(VersionsScriptFor(first.KubeletStamp, first.Kubelet)); v.Kubelet != "v1.35.4" || count() != 2 {
+				t.Errorf("the replaced kubelet: %q, %d runs", v.Kubelet, count())
+			}
+		})
+	}
+}
