@@ -7,16 +7,24 @@ import "strings"
 // driver answers), the /dev/nvidiaN device nodes (the driver is loaded),
 // and the NVIDIA display controllers on PCI (vendor 0x10de, class 0x03xxxx:
 // the card is there, driver or not). Both the provider (whether to install
-// the toolkit) and doctor (declared vs detected) run it.
-const DetectScript = `command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | sed 's/^/smi=/'
+// the toolkit) and doctor (declared vs detected) run it. The shell reads
+// each device's files itself: a command substitution per file forked a
+// shell and a cat for every PCI device on every read.
+var DetectScript = detectScript("/sys/bus/pci/devices")
+
+// detectScript is DetectScript listing the PCI devices under pci (a
+// test's tree).
+func detectScript(pci string) string {
+	return `command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | sed 's/^/smi=/'
 for d in /dev/nvidia[0-9]*; do [ -e "$d" ] && echo "dev=$d"; done
-for d in /sys/bus/pci/devices/*; do
+for d in ` + pci + `/*; do
   [ -r "$d/vendor" ] || continue
-  [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
-  c=$(cat "$d/class" 2>/dev/null)
+  v=; read -r v < "$d/vendor" 2>/dev/null; [ "$v" = 0x10de ] || continue
+  c=; read -r c < "$d/class" 2>/dev/null
   case "$c" in 0x03*) echo "pci=${d##*/} $c";; esac
 done
 true`
+}
 
 // Detection is what DetectScript found on a node.
 type Detection struct {

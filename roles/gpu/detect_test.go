@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -39,4 +41,34 @@ func TestDetectScriptRuns(t *testing.T) {
 	}
 	d := ParseDetection(string(out))
 	t.Logf("this machine: %d GPU(s) by %s", d.Count(), d.Source())
+}
+
+// The PCI scan, in dash and bash, over a tree shaped as sysfs: an NVIDIA
+// display controller is found, NVIDIA's audio function and another
+// vendor's card are not.
+func TestDetectScriptReadsPCI(t *testing.T) {
+	root := t.TempDir()
+	for dev, files := range map[string][2]string{
+		"0000:01:00.0": {"0x10de", "0x030000"},
+		"0000:01:00.1": {"0x10de", "0x040300"},
+		"0000:02:00.0": {"0x8086", "0x030000"},
+	} {
+		if err := os.MkdirAll(filepath.Join(root, dev), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]string{"vendor": files[0], "class": files[1]} {
+			if err := os.WriteFile(filepath.Join(root, dev, name), []byte(v+"\n"), 0o444); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, shell := range []string{"sh", "bash"} {
+		out, err := exec.Command(shell, "-c", detectScript(root)).Output()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", shell, err, out)
+		}
+		if d := ParseDetection(string(out)); len(d.PCI) != 1 || d.PCI[0] != "0000:01:00.0 0x030000" {
+			t.Errorf("%s: found %v", shell, d.PCI)
+		}
+	}
 }
