@@ -81,7 +81,7 @@ var factsScript = factsScriptFor(pki.CertificatesDir+"/ca.crt", nodefacts.Kubele
 func factsScriptFor(ca, kubeletCert, kubeletConf string) string {
 	return `read -r h < /proc/sys/kernel/hostname; echo "hostname=$h"
 read -r k < /proc/sys/kernel/osrelease; echo "kernel=$k"
-[ -r /etc/os-release ] && . /etc/os-release; echo "os=$PRETTY_NAME"
+( . /etc/os-release 2>/dev/null; echo "os=$PRETTY_NAME" )
 for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; read -r m < "$i/address"; echo "mac=$m"; done
 ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case " $rest " in *" secondary "*) continue;; esac; echo "addr=${a%%/*}"; done
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
@@ -100,16 +100,12 @@ var versionCommands = []struct{ tool, cmd string }{
 	{"containerd", `containerd --version 2>/dev/null | awk '{print $3}'`},
 }
 
-// versionScript prints each installed tool's version and stamp: its
-// path, inode, size, and change and modification times (to the
-// nanosecond), one stat for all of them. A tool whose stamp is the one
-// prev recorded is the same file, so prev's version is printed instead of
-// running it: every refresh ran four binaries on every node, most of them
-// large Go programs, while the whole cluster's other reads compete for
-// the same cores. Replacing a binary (dpkg renames a new file over it, a
-// copy writes it in place) changes its inode or its change time, which
-// only root setting the clock back could undo. A tool stat cannot read
-// (a dangling link) has no stamp and no version: it could not run.
+// versionScript prints each installed tool's version and stamp
+// (nodefacts.StampsScript, one stat for all of them). A tool whose stamp
+// is the one prev recorded is the same file, and prev's version is
+// printed instead of running it: every refresh ran four binaries on every
+// node, most of them large Go programs, while the whole cluster's other
+// reads compete for the same cores.
 func versionScript(prev HostState) string {
 	var b strings.Builder
 	tools := make([]string, len(versionCommands))

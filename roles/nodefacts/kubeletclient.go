@@ -80,8 +80,7 @@ func (k KubeletClient) Embeds() bool { return k.Embedded != nil }
 // ParseKubeletClient reads KubeletClientScript's output.
 func ParseKubeletClient(out string) KubeletClient {
 	var k KubeletClient
-	var conf, current, ca []byte
-	conf, current, ca = Lines(out, "kubelet-conf-line"), Lines(out, "kubelet-current-line"), Lines(out, "kubelet-ca-line")
+	conf, current, ca := Lines(out, "kubelet-conf-line"), Lines(out, "kubelet-current-line"), Lines(out, "kubelet-ca-line")
 	for _, line := range strings.Split(out, "\n") {
 		key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		switch {

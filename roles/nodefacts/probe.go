@@ -30,9 +30,8 @@ func probedFiles() []string {
 // probeScript reads below root (a test's file tree); "" is the node's /.
 // Each file is "file=PATH", then its lines (LinesFuncs): no process per
 // file, and process creation is most of what a refresh costs
-// (docs/benchmarks.md). Every
-// kubeconfig gets a line without a server first; awk's, when it names
-// one, comes later and wins.
+// (docs/benchmarks.md). Every kubeconfig gets a line without a server
+// first; awk's, when it names one, comes later and wins.
 func probeScript(root string) string {
 	return "r=" + shellQuote(root) + "\n" +
 		LinesFuncs + "\n" +
