@@ -1,13 +1,6 @@
 package provider
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,32 +12,15 @@ import (
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
-func testCert(t *testing.T, cn string) ([]byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
-
 // TestFactsScriptReadsCertificates runs the facts script in real shells
 // over real files: the CA and the kubelet's client certificate come back
 // whole (the CA pins as the file does), the kubelet's key never leaves
 // the node, and a missing file is no line at all.
 func TestFactsScriptReadsCertificates(t *testing.T) {
 	dir := t.TempDir()
-	ca, _ := testCert(t, "kubernetes")
-	kubelet, key := testCert(t, "system:node:gpu-1")
+	kca := newKubeletCA(t)
+	ca := kca.pem
+	kubelet, key := kca.pair("gpu-1", time.Now().Add(time.Hour))
 	caPath, kubeletPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "kubelet-client-current.pem")
 	if err := os.WriteFile(caPath, ca, 0o644); err != nil {
 		t.Fatal(err)
