@@ -345,3 +345,49 @@ func TestRevivalComesBeforeTheAPI(t *testing.T) {
 		t.Errorf("only %d resources checked", checked)
 	}
 }
+
+// waitsFor reports whether r waits for a resource of token named name,
+// through any chain of dependencies ("" matches every name).
+func waitsFor(m *mocks, r registered, token, name string) bool {
+	seen := map[string]bool{}
+	todo := slices.Clone(r.deps)
+	for len(todo) > 0 {
+		urn := todo[0]
+		todo = todo[1:]
+		if seen[urn] {
+			continue
+		}
+		seen[urn] = true
+		for _, d := range m.all {
+			if !strings.HasSuffix(urn, "::"+d.name) || !strings.Contains(urn, d.token+"::") {
+				continue
+			}
+			if d.token == token && (name == "" || d.name == name) {
+				return true
+			}
+			todo = append(todo, d.deps...)
+		}
+	}
+	return false
+}
+
+// keepalived's steps follow their own node's Host, not the cluster-wide
+// upgrade, which waits for every node's Host: the endpoint answers sooner,
+// and the provider's endpoint lock, not the graph, keeps keepalived's
+// restarts apart from the upgrade's VIP hand-over.
+func TestKeepalivedWaitsForItsOwnHostAlone(t *testing.T) {
+	m := runMocked(t, inventory.LayoutVIP)
+	for _, cp := range []string{"cp-1", "cp-2", "cp-3"} {
+		svc := m.get(t, "homelab:index:Service", cp+":keepalived")
+		if waitsFor(m, svc, "homelab:index:KubernetesUpgrade", "") {
+			t.Errorf("%s's keepalived waits for the upgrade", cp)
+		}
+		if !waitsFor(m, svc, "homelab:index:Host", cp) || waitsFor(m, svc, "homelab:index:Host", "gpu-1") {
+			t.Errorf("%s's keepalived should wait for its own Host and no worker's", cp)
+		}
+	}
+	// Everything else of the node still follows the upgrade.
+	if !waitsFor(m, m.get(t, "homelab:index:File", "cp-1:/etc/kubernetes/kubeadm/init.yaml"), "homelab:index:KubernetesUpgrade", "") {
+		t.Error("cp-1's init config does not wait for the upgrade")
+	}
+}
