@@ -19,8 +19,8 @@ func detectScript(pci string) string {
 for d in /dev/nvidia[0-9]*; do [ -e "$d" ] && echo "dev=$d"; done
 for d in ` + pci + `/*; do
   [ -r "$d/vendor" ] || continue
-  v=; read -r v < "$d/vendor" 2>/dev/null; [ "$v" = 0x10de ] || continue
-  c=; read -r c < "$d/class" 2>/dev/null
+  v=; read -r v 2>/dev/null < "$d/vendor"; [ "$v" = 0x10de ] || continue
+  c=; read -r c 2>/dev/null < "$d/class"
   case "$c" in 0x03*) echo "pci=${d##*/} $c";; esac
 done
 true`

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +70,21 @@ func TestDetectScriptReadsPCI(t *testing.T) {
 		}
 		if d := ParseDetection(string(out)); len(d.PCI) != 1 || d.PCI[0] != "0000:01:00.0 0x030000" {
 			t.Errorf("%s: found %v", shell, d.PCI)
+		}
+		// An NVIDIA device whose class cannot be read is no display
+		// controller, and says nothing on stderr (as cat 2>/dev/null did).
+		if err := os.Remove(filepath.Join(root, "0000:01:00.0", "class")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(shell, "-c", detectScript(root))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err = cmd.Output()
+		if d := ParseDetection(string(out)); err != nil || len(d.PCI) != 0 || stderr.Len() != 0 {
+			t.Errorf("%s: a device without its class: %v, found %v, stderr %q", shell, err, d.PCI, stderr.String())
+		}
+		if err := os.WriteFile(filepath.Join(root, "0000:01:00.0", "class"), []byte("0x030000\n"), 0o444); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
