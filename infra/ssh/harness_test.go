@@ -154,6 +154,48 @@ func (l *lockedBuffer) String() string {
 // sshd is one running server; stop is idempotent.
 type sshd struct {
 	stop func()
+	pid  int // the listener's
+}
+
+// freeze stops every sshd process of this server (the listener and each
+// connection's) but not the commands they run, as a host too loaded to
+// answer would; it returns the thaw.
+func (s *sshd) freeze(t *testing.T) (thaw func()) {
+	t.Helper()
+	out, err := exec.Command("ps", "-e", "-o", "pid=,ppid=,comm=").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[int][]int{}
+	comm := map[int]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		var pid, ppid int
+		var name string
+		if n, _ := fmt.Sscan(line, &pid, &ppid, &name); n == 3 {
+			children[ppid] = append(children[ppid], pid)
+			comm[pid] = name
+		}
+	}
+	var frozen []int
+	var walk func(int)
+	walk = func(pid int) {
+		if comm[pid] == "sshd" {
+			syscall.Kill(pid, syscall.SIGSTOP)
+			frozen = append(frozen, pid)
+		}
+		for _, c := range children[pid] {
+			walk(c)
+		}
+	}
+	walk(s.pid)
+	if len(frozen) < 2 {
+		t.Fatalf("froze %v: no connection's sshd under listener %d", frozen, s.pid)
+	}
+	return func() {
+		for _, pid := range frozen {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
 }
 
 // startSSHD runs sshd on 127.0.0.1:port inside the namespace with the given
@@ -207,7 +249,7 @@ func (e *env) startSSHD(port int, hostKeys ...crypto.Signer) *sshd {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if greets(e.ns, port) {
-			return &sshd{stop: stop}
+			return &sshd{stop: stop, pid: cmd.Process.Pid}
 		}
 		select {
 		case <-exited:

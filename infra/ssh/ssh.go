@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -501,40 +502,7 @@ func (c *Client) exec(ctx context.Context, cmd string, stdin []byte) (Result, er
 	select {
 	case werr = <-done:
 	case <-ctx.Done():
-		_ = sess.Signal(gossh.SIGKILL)
-		// A command cancelled as it starts may not have reported its PID
-		// yet: its shell prints it first thing, but on a loaded node (CI
-		// saw it) that took over a second, and without it the command
-		// would be left running.
-		exited := false
-		select {
-		case <-out.headSeen:
-		case <-done:
-			exited = true
-		case <-time.After(5 * time.Second):
-		}
-		if !exited {
-			select {
-			case <-done:
-				exited = true
-			default:
-			}
-		}
-		// Only while the shell has not been reported gone: after that its
-		// PID may name someone else's processes.
-		if pid := out.shellPID(); pid > 0 && !exited {
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			c.exec(kctx, fmt.Sprintf("kill -KILL -- -%d 2>/dev/null", pid), nil)
-			cancel()
-		}
-		sess.Close()
-		if !exited {
-			// Give the output that was in flight a moment to arrive.
-			select {
-			case <-done:
-			case <-time.After(time.Second):
-			}
-		}
+		c.stop(sess, out, done)
 		res := out.result()
 		res.ExitCode = -1
 		return res, c.cmdErr(cmd, ctx.Err())
@@ -555,6 +523,84 @@ func (c *Client) exec(ctx context.Context, cmd string, stdin []byte) (Result, er
 		return res, c.cmdErr(cmd, werr)
 	}
 	return res, nil
+}
+
+// killPatience bounds what a cancelled command's clean-up waits for: its
+// shell's PID and the session that kills its group. A loaded host opens
+// sessions slowly (CI saw over 5 s), and a command left running is worse
+// than a late return; a variable so a test can shorten it.
+var killPatience = 20 * time.Second
+
+// stop ends a cancelled command's session, killing its process group where
+// the host would not take the signal.
+func (c *Client) stop(sess *gossh.Session, out *output, done <-chan error) {
+	_ = sess.Signal(gossh.SIGKILL)
+	giveUp := time.After(killPatience)
+	// A command cancelled as it starts may not have reported its PID yet:
+	// its shell prints it first thing, but on a loaded node (CI saw it)
+	// that took over a second, and without it the command would be left
+	// running.
+	exited := false
+	select {
+	case <-out.headSeen:
+	case <-done:
+		exited = true
+	case <-giveUp:
+	}
+	if !exited {
+		select {
+		case <-done:
+			exited = true
+		default:
+		}
+	}
+	// Only while the shell has not been reported gone: after that its PID
+	// may name someone else's processes.
+	if pid := out.shellPID(); pid > 0 && !exited {
+		c.killGroup(pid, giveUp)
+	}
+	sess.Close()
+	if !exited {
+		// Give the output that was in flight a moment to arrive.
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// killGroup kills a process group from a session of its own. It is never
+// itself killed on time-out, only abandoned: a kill that outlived its
+// patience and then killed its own killer would wait once more for a
+// session on the host that had just been too slow to give one.
+func (c *Client) killGroup(pid int, giveUp <-chan time.Time) {
+	var abandoned atomic.Bool
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		var sess *gossh.Session
+		err := c.whileRefused(context.Background(), func() (err error) {
+			if abandoned.Load() {
+				return errors.New("abandoned")
+			}
+			sess, err = c.conn.NewSession()
+			var refused *gossh.OpenChannelError
+			return refusedIf(errors.As(err, &refused), err)
+		})
+		if err != nil {
+			return
+		}
+		defer sess.Close()
+		// A late session must not kill: by now the PID may be reused.
+		if !abandoned.Load() {
+			_ = sess.Run(fmt.Sprintf("kill -KILL -- -%d 2>/dev/null", pid))
+		}
+	}()
+	select {
+	case <-killed:
+	case <-giveUp:
+		abandoned.Store(true)
+	}
 }
 
 // output collects a session's stdout and stderr. It is locked because the
