@@ -64,10 +64,14 @@ const (
 	goalPSSScale        = 3 << 30 // the lab's memory under 3 GiB
 )
 
+// flags is the bench's own set: the default one also holds the flags that
+// linked-in libraries register (glog's), which are not the bench's to offer.
+var flags = flag.NewFlagSet("bench", flag.ExitOnError)
+
 var (
-	workers    = flag.String("workers", "4,25", "the lab sizes to measure, as worker counts beside the 3 control-plane nodes, in one run (4: inventory/lab.yaml; more add plain workers)")
-	verbose    = flag.Bool("progress", false, "stream the engine's progress output to stderr")
-	kubeadmLog = flag.String("kubeadm-log", "", "diagnosis: run the sequential script's kubeadm with --v=5 and keep its output in this directory (slows kubeadm a little)")
+	workers    = flags.String("workers", "4,25", "the lab sizes to measure, as worker counts beside the 3 control-plane nodes, in one run (4: inventory/lab.yaml; more add plain workers)")
+	verbose    = flags.Bool("progress", false, "stream the engine's progress output to stderr")
+	kubeadmLog = flags.String("kubeadm-log", "", "diagnosis: run the sequential script's kubeadm with --v=5 and keep its output in this directory (slows kubeadm a little)")
 )
 
 func main() {
@@ -80,11 +84,12 @@ func main() {
 		}
 		return
 	}
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-progress]   (root; about 5 minutes)\n\n")
-		flag.PrintDefaults()
+	flags.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-workers 4,25] [-progress] [-kubeadm-log DIR]\n"+
+			"  (root; one lab at a time: about 5 minutes a size at 7 nodes, 15 at 28)\n\n")
+		flags.PrintDefaults()
 	}
-	flag.Parse()
+	flags.Parse(os.Args[1:])
 	sizes, err := parseSizes(*workers)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
