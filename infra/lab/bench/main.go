@@ -86,7 +86,7 @@ func main() {
 	}
 	flags.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-workers 4,25] [-progress] [-kubeadm-log DIR]\n"+
-			"  (root; one lab at a time: about 5 minutes a size at 7 nodes, 15 at 28)\n\n")
+			"  (root; one lab at a time; both sizes took 5 minutes on one machine, 20 on a slower one)\n\n")
 		flags.PrintDefaults()
 	}
 	flags.Parse(os.Args[1:])
