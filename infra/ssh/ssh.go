@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -461,6 +460,17 @@ func (c *Client) whileRefused(ctx context.Context, open func() error) error {
 	}
 }
 
+// openSession opens a session, waiting while the host refuses it.
+func (c *Client) openSession(ctx context.Context) (*gossh.Session, error) {
+	var sess *gossh.Session
+	err := c.whileRefused(ctx, func() (err error) {
+		sess, err = c.conn.NewSession()
+		var refused *gossh.OpenChannelError
+		return refusedIf(errors.As(err, &refused), err)
+	})
+	return sess, err
+}
+
 // pidMarker starts every command: the shell reports its PID on stderr
 // before running the command, and output strips that line. sshd makes the
 // shell a session leader, so the PID names the command's process group.
@@ -478,12 +488,7 @@ func (c *Client) exec(ctx context.Context, cmd string, stdin []byte) (Result, er
 		return Result{ExitCode: -1}, c.cmdErr(cmd, err)
 	}
 	defer c.releaseSession()
-	var sess *gossh.Session
-	err := c.whileRefused(ctx, func() (err error) {
-		sess, err = c.conn.NewSession()
-		var refused *gossh.OpenChannelError
-		return refusedIf(errors.As(err, &refused), err)
-	})
+	sess, err := c.openSession(ctx)
 	if err != nil {
 		return Result{ExitCode: -1}, c.cmdErr(cmd, err)
 	}
@@ -574,32 +579,24 @@ func (c *Client) stop(sess *gossh.Session, out *output, done <-chan error) {
 // patience and then killed its own killer would wait once more for a
 // session on the host that had just been too slow to give one.
 func (c *Client) killGroup(pid int, giveUp <-chan time.Time) {
-	var abandoned atomic.Bool
+	ctx, abandon := context.WithCancel(context.Background())
+	defer abandon()
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
-		var sess *gossh.Session
-		err := c.whileRefused(context.Background(), func() (err error) {
-			if abandoned.Load() {
-				return errors.New("abandoned")
-			}
-			sess, err = c.conn.NewSession()
-			var refused *gossh.OpenChannelError
-			return refusedIf(errors.As(err, &refused), err)
-		})
+		sess, err := c.openSession(ctx)
 		if err != nil {
 			return
 		}
 		defer sess.Close()
 		// A late session must not kill: by now the PID may be reused.
-		if !abandoned.Load() {
+		if ctx.Err() == nil {
 			_ = sess.Run(fmt.Sprintf("kill -KILL -- -%d 2>/dev/null", pid))
 		}
 	}()
 	select {
 	case <-killed:
 	case <-giveUp:
-		abandoned.Store(true)
 	}
 }
 

@@ -410,15 +410,14 @@ func TestCancelOnAFrozenHost(t *testing.T) {
 // running reports whether a process with cmd in its command line is still
 // there after up to wait.
 func running(cmd string, wait time.Duration) bool {
-	deadline := time.Now().Add(wait)
-	for exec.Command("pgrep", "-f", cmd).Run() == nil {
-		if !time.Now().After(deadline) {
-			time.Sleep(50 * time.Millisecond)
-			continue
+	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+		if exec.Command("pgrep", "-f", cmd).Run() != nil {
+			return false
 		}
-		return true
+		if time.Now().After(deadline) {
+			return true
+		}
 	}
-	return false
 }
 
 func TestNetnsEnv(t *testing.T) {
