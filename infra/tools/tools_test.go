@@ -76,3 +76,37 @@ func TestEtcdIsWhatKubeadmDeploys(t *testing.T) {
 		}
 	}
 }
+
+// The README's test command is what a new user copies; CI must run exactly
+// it, with nothing added that could make CI pass where the user's run fails
+// (issue 38: CI's own -timeout hid the README command's timeout).
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^Run the tests:\n\n    (\S.*)\n`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md: no indented command after \"Run the tests:\"")
+	}
+	want := string(m[1])
+
+	ci, err := os.ReadFile(filepath.Join(RepoRoot(), ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the shell's strictness and the move to the checkout's root may
+	// stand beside the command: neither changes what the command does.
+	preamble := map[string]bool{`set -euo pipefail`: true, `cd "$(dirname "$0")/.."`: true}
+	var commands []string
+	for _, line := range strings.Split(string(ci), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || preamble[line] {
+			continue
+		}
+		commands = append(commands, line)
+	}
+	if len(commands) != 1 || commands[0] != want {
+		t.Errorf(".ci/run runs %q; the README's test command is %q and must be all it runs", commands, want)
+	}
+}
