@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the tests and the emulated homelab need on a fresh Debian
 # machine (root): the Debian packages of packages.txt, then kubeadm, the
-# control-plane binaries, etcd, the Pulumi CLI and its Go language host
-# built from their Go modules into a cache outside the repository. Two
+# control-plane binaries, the kubelet, etcd, the Pulumi CLI and its Go
+# language host built from their Go modules into a cache outside the
+# repository, the real nodes' Debian root filesystem and the pause binary
+# of their sandbox image. Two
 # Kubernetes versions, each with the etcd its kubeadm deploys: the one the
 # project runs (tools.go's KubernetesVersion, EtcdVersion) and the one
 # `kubeadm upgrade` is tested against (UpgradeKubernetesVersion,
@@ -47,6 +49,8 @@ bash "$here/build-etcd.sh" >/dev/null
 bash "$here/build-kube.sh" >/dev/null
 ETCD_VERSION=v3.6.6 bash "$here/build-etcd.sh" >/dev/null
 KUBE_VERSION=v1.35.4 bash "$here/build-kube.sh" >/dev/null
+bash "$here/build-rootfs.sh" >/dev/null
+bash "$here/build-pause.sh" >/dev/null
 pulumi_dir=$(bash "$here/build-pulumi.sh")
 bash "$here/build-language-go.sh" "$pulumi_dir" >/dev/null
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools; for the Pulumi CLI: export PATH=$pulumi_dir:\$PATH)" >&2
