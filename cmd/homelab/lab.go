@@ -43,6 +43,7 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "lab directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 
 	var invPath string
+	var systemdNodes []string
 	up := &cobra.Command{
 		Use:   "up -f INVENTORY",
 		Short: "Build (or reuse) the binaries and boot one node per inventory node",
@@ -54,6 +55,7 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			l.Systemd = systemdNodes
 			_, already, err := l.Up(ctx, invPath)
 			if err != nil {
 				return err
@@ -65,6 +67,7 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 		},
 	}
 	up.Flags().StringVarP(&invPath, "file", "f", "inventory/lab.yaml", "inventory file")
+	up.Flags().StringSliceVar(&systemdNodes, "systemd", nil, "nodes that boot Debian 12 for real (systemd, containerd, runc, the real kubelet) instead of the stand-ins; * for all (docs/lab.md, \"Real nodes\")")
 
 	var keepDisks bool
 	down := &cobra.Command{

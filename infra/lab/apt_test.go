@@ -126,7 +126,7 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 				t.Errorf("packaged=%v: /usr/bin/%s in the tools layer: %v", packaged, b, err == nil)
 			}
 		}
-		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged); err != nil {
+		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemStandIn); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {

@@ -31,6 +31,21 @@ type bootSpec struct {
 	// directory holds every node's disk.
 	Hide []string `json:"hide"`
 	Init []string `json:"init"`
+
+	// A real node (System systemd) boots from its own root instead of the
+	// machine's: Root is where it is assembled, Rootfs the installed
+	// system whose top level it copies, Plain the directories bound from
+	// the disk, Cgroups the node's cgroup in every hierarchy.
+	Systemd bool        `json:"systemd,omitempty"`
+	Root    string      `json:"root,omitempty"`
+	Rootfs  string      `json:"rootfs,omitempty"`
+	Plain   []bind      `json:"plain,omitempty"`
+	Cgroups []hierarchy `json:"cgroups,omitempty"`
+}
+
+type bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
 }
 
 type overlay struct {
@@ -69,6 +84,9 @@ func Boot(specPath string) error {
 	var spec bootSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return fmt.Errorf("boot spec %s: %w", specPath, err)
+	}
+	if spec.Systemd {
+		return bootSystemd(&spec, specPath)
 	}
 	steps := []struct {
 		what string

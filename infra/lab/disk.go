@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,8 +162,10 @@ func (l *Lab) diskExists(node string) bool {
 // trusted for root, and the first-boot units enabled. A packaged lab's
 // node (inventory cluster.packages.manage) is as fresh as a real one
 // before its Kubernetes packages: none of their files, none of them in
-// its dpkg database. It returns the host public key.
-func (l *Lab) newDisk(node, clientKey string, packaged bool) (string, error) {
+// its dpkg database. A real node (system SystemSystemd) gets the files and
+// units a Debian machine set up for Kubernetes has over the rootfs. It
+// returns the host public key.
+func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (string, error) {
 	if err := os.RemoveAll(l.diskDir(node)); err != nil {
 		return "", err
 	}
@@ -194,7 +197,11 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool) (string, error) {
 		{Path: "/root/.ssh/authorized_keys", Mode: 0o600, Content: []byte(clientKey + "\n")},
 		{Path: "/etc/machine-id", Mode: 0o444, Content: []byte(randomHex(16) + "\n")},
 	}
-	for _, f := range image.Files() {
+	nodeFiles := image.Files()
+	if system == SystemSystemd {
+		nodeFiles = image.RealFiles()
+	}
+	for _, f := range nodeFiles {
 		if packaged && slices.Contains(aptrepo.PackagedImageFiles, f.Path) {
 			continue
 		}
@@ -215,7 +222,15 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool) (string, error) {
 	if err := os.Chmod(filepath.Join(l.upperDir(node, "root"), ".ssh"), 0o700); err != nil {
 		return "", err
 	}
-	if err := l.enableUnits(node, firstBootUnits(packaged)); err != nil {
+	if system == SystemSystemd {
+		// Debian's packages enabled ssh and containerd in the rootfs.
+		if err := l.linkUnits(node, map[string]string{
+			"kubelet.service": "/usr/lib/systemd/system/kubelet.service",
+			image.ImagesUnit:  "/etc/systemd/system/" + image.ImagesUnit,
+		}); err != nil {
+			return "", err
+		}
+	} else if err := l.enableUnits(node, firstBootUnits(packaged)); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(l.diskDir(node), ".installed"), nil, 0o644); err != nil {
@@ -241,6 +256,17 @@ func (l *Lab) enableUnits(node string, units []string) error {
 	}
 	for _, u := range units {
 		if err := l.writeNodeFile(node, nodeFile{Path: wantsDir + "/" + u, Link: unitPath(u)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkUnits enables units on a real node as `systemctl enable` does, beside
+// what its packages enabled.
+func (l *Lab) linkUnits(node string, units map[string]string) error {
+	for _, u := range slices.Sorted(maps.Keys(units)) {
+		if err := l.writeNodeFile(node, nodeFile{Path: wantsDir + "/" + u, Link: units[u]}); err != nil {
 			return err
 		}
 	}

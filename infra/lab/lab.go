@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,14 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	start := time.Now()
 	abs, _ := filepath.Abs(inventoryPath)
 	s = newState(inv, abs)
+	for _, n := range s.Nodes {
+		if slices.Contains(l.Systemd, n.Name) || slices.Contains(l.Systemd, "*") {
+			n.System = SystemSystemd
+		}
+	}
+	if err := l.checkSystemd(s); err != nil {
+		return nil, false, err
+	}
 	if err := l.saveState(s); err != nil {
 		return nil, false, err
 	}
@@ -68,6 +77,11 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	}
 	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
 		return fail(err)
+	}
+	if s.HasSystemd() {
+		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion); err != nil {
+			return fail(err)
+		}
 	}
 	if s.Packages {
 		versions, err := l.buildAptRepo()
@@ -86,7 +100,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
 		} else {
-			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages)
+			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages, n.System)
 		}
 		if err != nil {
 			return fail(err)

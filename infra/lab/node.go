@@ -16,19 +16,33 @@ import (
 // bootTimeout bounds how long a node may take from start to sshd answering.
 const bootTimeout = 30 * time.Second
 
-// spec describes a node's boot: its layers over the machine's directories.
+// spec describes a node's boot: its layers over the machine's directories,
+// or, for a real node, over the installed rootfs.
 func (l *Lab) spec(s *State, n *NodeState) bootSpec {
 	sp := bootSpec{Node: n.Name, Hostname: n.Name, Hide: []string{l.Dir}, Init: nodeInit}
+	real := n.System == SystemSystemd
 	for _, d := range overlaid {
 		lower := []string{"/" + d}
-		switch d {
-		case "usr":
+		switch {
+		case real && d == "usr":
+			lower = []string{filepath.Join(s.SystemdTools, "usr"), filepath.Join(s.Rootfs, d)}
+		case real:
+			lower = []string{filepath.Join(s.Rootfs, d)}
+		case d == "usr":
 			lower = []string{filepath.Join(s.Tools, "usr"), "/usr"}
-		case "root":
+		case d == "root":
 			// A fresh install's /root, not the machine's (its keys and caches).
 			lower = []string{filepath.Join(l.baseDir(), "root")}
 		}
-		sp.Overlays = append(sp.Overlays, overlay{Target: "/" + d, Lower: lower, Upper: l.upperDir(n.Name, d), Work: l.workDir(n.Name, d)})
+		target := "/" + d
+		sp.Overlays = append(sp.Overlays, overlay{Target: target, Lower: lower, Upper: l.upperDir(n.Name, d), Work: l.workDir(n.Name, d)})
+	}
+	if real {
+		sp.Systemd, sp.Init, sp.Hide = true, systemdInit, nil
+		sp.Root, sp.Rootfs = l.rootMount(n.Name), s.Rootfs
+		for _, d := range plainDirs {
+			sp.Plain = append(sp.Plain, bind{Source: l.plainDir(n.Name, d), Target: d})
+		}
 	}
 	return sp
 }
@@ -56,6 +70,23 @@ func (l *Lab) start(s *State, n *NodeState) error {
 		return err
 	}
 	sp := l.spec(s, n)
+	if sp.Systemd {
+		hs, err := hostHierarchies(n.Name)
+		if err != nil {
+			return err
+		}
+		n.Cgroups = nil
+		for _, h := range hs {
+			n.Cgroups = append(n.Cgroups, h.Host)
+		}
+		if err := l.saveState(s); err != nil {
+			return err
+		}
+		if err := makeCgroups(hs); err != nil {
+			return err
+		}
+		sp.Cgroups = hs
+	}
 	data, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return err
@@ -77,9 +108,14 @@ func (l *Lab) start(s *State, n *NodeState) error {
 	// nsenter rather than `ip netns exec`, which remounts /sys and loses the
 	// cgroup mounts kubeadm's preflight reads. unshare --fork ignores
 	// SIGTERM; --kill-child ends the whole node when it is SIGKILLed.
-	cmd := exec.Command("nsenter", "--net="+filepath.Join(netnsDir, n.Netns), "--",
-		"unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc",
-		exe, "lab", "boot", specPath)
+	unshare := []string{"unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc"}
+	if sp.Systemd {
+		// Its own IPC too, as a machine has; the boot mounts its own /proc
+		// once it has its own root.
+		unshare = []string{"unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child", "--propagation", "private"}
+	}
+	cmd := exec.Command("nsenter", append(append([]string{"--net=" + filepath.Join(netnsDir, n.Netns), "--"}, unshare...),
+		exe, "lab", "boot", specPath)...)
 	cmd.Env = []string{envBoot + "=" + specPath, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Stdout = console
 	cmd.Stderr = console
@@ -101,7 +137,15 @@ func (l *Lab) start(s *State, n *NodeState) error {
 	for _, o := range sp.Overlays {
 		n.Mounts = append(n.Mounts, "overlay "+o.Target)
 	}
-	n.Mounts = append(n.Mounts, "tmpfs /run", "tmpfs /tmp", "tmpfs /dev/shm", "sysfs /sys", "devpts /dev/pts", "ro /proc/sys", "rw /proc/sys/net", "tmpfs "+l.Dir)
+	if sp.Systemd {
+		n.Mounts = append([]string{"tmpfs /"}, n.Mounts...)
+		for _, b := range sp.Plain {
+			n.Mounts = append(n.Mounts, "bind "+b.Target)
+		}
+		n.Mounts = append(n.Mounts, "tmpfs /run", "tmpfs /tmp", "proc /proc", "ro /proc/sys", "rw /proc/sys/net", "sysfs /sys", "cgroups /sys/fs/cgroup", "tmpfs /dev", "devpts /dev/pts", "tmpfs /dev/shm")
+	} else {
+		n.Mounts = append(n.Mounts, "tmpfs /run", "tmpfs /tmp", "tmpfs /dev/shm", "sysfs /sys", "devpts /dev/pts", "ro /proc/sys", "rw /proc/sys/net", "tmpfs "+l.Dir)
+	}
 	if err := l.saveState(s); err != nil {
 		return err
 	}
@@ -188,7 +232,10 @@ func (l *Lab) stop(s *State, n *NodeState) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
-	n.Unshare, n.Init, n.PIDNS, n.Mounts = nil, nil, 0, nil
+	if err := removeCgroups(n.Cgroups); err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
+	}
+	n.Unshare, n.Init, n.PIDNS, n.Mounts, n.Cgroups = nil, nil, 0, nil, nil
 	n.Power, n.Cut = powerOff, false
 	if err := l.saveState(s); err != nil {
 		return err
@@ -244,7 +291,7 @@ func (l *Lab) Replace(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		pub, err := l.newDisk(n.Name, clientKey, s.Packages)
+		pub, err := l.newDisk(n.Name, clientKey, s.Packages, n.System)
 		if err != nil {
 			return err
 		}

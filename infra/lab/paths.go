@@ -39,6 +39,10 @@ type Lab struct {
 	Dir string
 	// Log receives progress (building binaries, booting nodes).
 	Log io.Writer
+	// Systemd names the nodes up makes real (SystemSystemd): systemd,
+	// containerd, runc and the kubelet for real; "*" for every node. The
+	// others run the stand-ins.
+	Systemd []string
 }
 
 // Open returns the lab in dir, or in $HOMELAB_LAB_DIR, or in DefaultDir.
@@ -94,6 +98,7 @@ func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_
 func (l *Lab) LabKnownHostsPath() string { return l.labKnownHostsPath() }
 func (l *Lab) labKnownHostsPath() string { return filepath.Join(l.sshDir(), "lab_known_hosts") }
 func (l *Lab) toolsDir() string          { return filepath.Join(l.Dir, "tools") }
+func (l *Lab) systemdToolsDir() string   { return filepath.Join(l.Dir, "tools-systemd") }
 
 // ChartPath is the lab's stand-in for Cilium's chart archive
 // (inventory/lab.yaml's cluster.cilium.chart).

@@ -33,6 +33,11 @@ type State struct {
 	NetnsDirMounted bool `json:"netnsDirMounted,omitempty"`
 	// Tools is the read-only layer with the kube, etcd and stand-in binaries.
 	Tools string `json:"tools,omitempty"`
+	// Rootfs is the installed Debian of the real nodes
+	// (infra/tools/build-rootfs.sh), SystemdTools the layer over their
+	// /usr: the real kubelet, kubeadm, kubectl and the lab's images.
+	Rootfs       string `json:"rootfs,omitempty"`
+	SystemdTools string `json:"systemdTools,omitempty"`
 	// Packages: the inventory manages its Kubernetes packages, so nodes
 	// get kubeadm, kubelet and kubectl from the lab's apt repository,
 	// which AptServer serves in the gateway namespace.
@@ -76,6 +81,11 @@ type NodeState struct {
 	// vanish with it and are listed for status.
 	Mounts []string `json:"mounts,omitempty"`
 	Boots  int      `json:"boots"`
+	// System is what the node boots: SystemStandIn or SystemSystemd.
+	System string `json:"system,omitempty"`
+	// Cgroups are a real node's cgroups on the machine, removed at
+	// power-off once its processes are gone.
+	Cgroups []string `json:"cgroups,omitempty"`
 }
 
 const (

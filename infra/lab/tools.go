@@ -19,6 +19,8 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/lab/image"
+	"github.com/homelab-dev/homelab/infra/lab/nodeimages"
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -411,4 +413,90 @@ func linkOrCopy(src, dst string) error {
 func isCrossDevice(err error) bool {
 	var le *os.LinkError
 	return errors.As(err, &le) && strings.Contains(le.Err.Error(), "cross-device")
+}
+
+// systemdBins are what a real node has in /usr/bin from the lab: what the
+// Kubernetes packages would install (the real kubelet among them) and the
+// etcdctl the provisioner's etcd steps run. Everything else a real node
+// runs comes from its rootfs or its images.
+var systemdBins = []string{"kubeadm", "kubectl", "kubelet"}
+
+// buildSystemd returns the real nodes' rootfs (built once by
+// infra/tools/build-rootfs.sh) and assembles the layer laid over their
+// /usr: systemdBins of kubeVersion, etcdctl, and the images the nodes
+// import at boot, built here (pause from its C source).
+func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error) {
+	root, rootErr := repoRoot()
+	if rootErr != nil {
+		return "", "", rootErr
+	}
+	if rootfs, err = l.buildScript(root, "rootfs"); err != nil {
+		return "", "", err
+	}
+	kube, err := l.binDir(EnvKubeDir, "kube", systemdBins, root, rootErr, "kubernetes-"+kubeVersion, "KUBE_VERSION="+kubeVersion)
+	if err != nil {
+		return "", "", err
+	}
+	etcd, err := l.binDir(EnvEtcdDir, "etcd", etcdBins, root, rootErr, "etcd-"+etcdVersion)
+	if err != nil {
+		return "", "", err
+	}
+	dir := l.systemdToolsDir()
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", "", err
+	}
+	bin := filepath.Join(tmp, "usr", "bin")
+	imgs := filepath.Join(tmp, filepath.FromSlash(image.ImagesDir))
+	for _, d := range []string{bin, imgs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", "", err
+		}
+	}
+	for _, b := range systemdBins {
+		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
+			return "", "", err
+		}
+	}
+	if err := linkOrCopy(filepath.Join(etcd, "etcdctl"), filepath.Join(bin, "etcdctl")); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, filepath.FromSlash(image.ImportImagesPath)), image.ImportImages(), 0o755); err != nil {
+		return "", "", err
+	}
+	sandbox, err := sandboxImage(filepath.Join(kube, "kubeadm"), kubeVersion)
+	if err != nil {
+		return "", "", err
+	}
+	_, pauseTag, _ := images.Ref(sandbox)
+	pause, err := l.buildScript(root, "pause", "KUBE_VERSION="+kubeVersion, "PAUSE_VERSION="+pauseTag)
+	if err != nil {
+		return "", "", err
+	}
+	err = nodeimages.Write(nodeimages.Image{
+		Ref:        sandbox,
+		Files:      []nodeimages.File{{Src: filepath.Join(pause, "pause"), Path: "/pause"}},
+		Entrypoint: []string{"/pause"},
+	}, filepath.Join(imgs, "pause.tar"))
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", "", err
+	}
+	return rootfs, dir, os.Rename(tmp, dir)
+}
+
+// sandboxImage is the pause image kubeadm of that version deploys.
+func sandboxImage(kubeadm, version string) (string, error) {
+	out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", version).Output()
+	if err != nil {
+		return "", fmt.Errorf("kubeadm %s config images list: %w", version, err)
+	}
+	for _, ref := range strings.Fields(string(out)) {
+		if repo, _, err := images.Ref(ref); err == nil && path.Base(repo) == "pause" {
+			return ref, nil
+		}
+	}
+	return "", fmt.Errorf("kubeadm %s lists no pause image", version)
 }

@@ -39,24 +39,62 @@ type File struct {
 	Content []byte
 }
 
+// A node of the emulated homelab is either a stand-in node (the machine's
+// own directories, the homelab-node stand-ins) or a real one (Debian 12
+// installed by infra/tools/build-rootfs.sh, with systemd, containerd and
+// runc from its packages): each gets the files its kind lacks.
+const (
+	standIn = 1 << iota
+	real
+)
+
 var layout = []struct {
 	src, dst string
+	kinds    int
+	mode     os.FileMode
 }{
-	{"kubelet.service", "/usr/lib/systemd/system/kubelet.service"},
-	{"10-kubeadm.conf", "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf"},
-	{"containerd.service", "/usr/lib/systemd/system/containerd.service"},
-	{"keepalived.default", "/etc/default/keepalived"},
+	{"kubelet.service", "/usr/lib/systemd/system/kubelet.service", standIn | real, 0o644},
+	{"10-kubeadm.conf", "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", standIn | real, 0o644},
+	{"containerd.service", "/usr/lib/systemd/system/containerd.service", standIn, 0o644},
+	// Real nodes keep Debian's: keepalived logs to journald and its pid
+	// files go to the node's own /run.
+	{"keepalived.default", "/etc/default/keepalived", standIn, 0o644},
+	{"containerd-config.toml", "/etc/containerd/config.toml", real, 0o644},
+	{"homelab-lab-images.service", "/etc/systemd/system/homelab-lab-images.service", real, 0o644},
 }
 
-// Files returns the node files in a fixed order.
-func Files() []File {
-	out := make([]File, 0, len(layout))
+// Files returns a stand-in node's files in a fixed order.
+func Files() []File { return filesOf(standIn) }
+
+// RealFiles returns a real node's files in a fixed order.
+func RealFiles() []File { return filesOf(real) }
+
+func filesOf(kind int) []File {
+	var out []File
 	for _, l := range layout {
-		b, err := files.ReadFile("files/" + l.src)
-		if err != nil {
-			panic(err) // embedded at build time: cannot be missing
+		if l.kinds&kind == 0 {
+			continue
 		}
-		out = append(out, File{Path: l.dst, Mode: 0o644, Content: b})
+		out = append(out, File{Path: l.dst, Mode: l.mode, Content: read(l.src)})
 	}
 	return out
 }
+
+func read(name string) []byte {
+	b, err := files.ReadFile("files/" + name)
+	if err != nil {
+		panic(err) // embedded at build time: cannot be missing
+	}
+	return b
+}
+
+// ImportImages is the script homelab-lab-images.service runs, which the
+// lab installs as ImportImagesPath in a real node's tools layer beside
+// the image archives in ImagesDir.
+func ImportImages() []byte { return read("import-images") }
+
+const (
+	ImportImagesPath = "/usr/lib/homelab/import-images"
+	ImagesDir        = "/usr/lib/homelab/images"
+	ImagesUnit       = "homelab-lab-images.service"
+)

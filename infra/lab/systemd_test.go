@@ -1,0 +1,138 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealNodeInTheLab is issue 30's first stage: one node of the default
+// lab boots Debian 12 for real beside the stand-in nodes. systemd is its
+// PID 1 and reaches `running` with no failed unit; containerd and runc
+// run a real container for the real kubelet (a static pod, standalone),
+// in a systemd scope, as the systemd cgroup driver puts it; power-off
+// leaves no cgroup of the node behind and power-on boots it again from its
+// disk.
+func TestRealNodeInTheLab(t *testing.T) {
+	needLab(t)
+	l := newTestLab(t)
+	l.Systemd = []string{"gpu-4"}
+	s := up(t, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	n, err := s.Node("gpu-4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.System != SystemSystemd {
+		t.Fatalf("gpu-4 boots %q", n.System)
+	}
+	if other, _ := s.Node("gpu-3"); other.System != SystemStandIn {
+		t.Fatalf("gpu-3 boots %q, not the stand-ins", other.System)
+	}
+	run := func(cmd string) string {
+		t.Helper()
+		out, err := l.Run(ctx, "gpu-4", cmd)
+		if err != nil {
+			t.Fatalf("gpu-4: %v", err)
+		}
+		return strings.TrimSpace(out)
+	}
+
+	// systemd reaches running: every unit started, none failed.
+	booted := time.Now()
+	if out, err := l.Run(ctx, "gpu-4", "systemctl is-system-running --wait"); strings.TrimSpace(out) != "running" {
+		failed, _ := l.Run(ctx, "gpu-4", "systemctl --failed --no-legend; journalctl -b --no-pager -p warning | tail -n 40")
+		t.Fatalf("systemctl is-system-running: %q (%v)\n%s", out, err, failed)
+	}
+	t.Logf("gpu-4: systemd running %s after sshd answered", time.Since(booted).Round(10*time.Millisecond))
+	if got := run("cat /proc/1/comm"); got != "systemd" {
+		t.Errorf("gpu-4's PID 1 is %q", got)
+	}
+	if got := run("systemctl is-active ssh containerd " + "homelab-lab-images"); got != "active\nactive\nactive" {
+		t.Errorf("units: %q", got)
+	}
+	if got := run("ctr --namespace k8s.io images ls --quiet"); !strings.Contains(got, "registry.k8s.io/pause:") {
+		t.Errorf("containerd has no pause image: %q", got)
+	}
+
+	// The real kubelet, standalone, runs a static pod as a real container.
+	put := func(path string, data []byte) {
+		t.Helper()
+		c, err := l.SSH(ctx, "gpu-4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		sess.Stdin = bytes.NewReader(data)
+		if out, err := sess.CombinedOutput("mkdir -p " + filepath.Dir(path) + " && cat > " + path); err != nil {
+			t.Fatalf("writing %s: %v: %s", path, err, out)
+		}
+	}
+	for src, dst := range map[string]string{
+		"kubelet-config.yaml": "/var/lib/kubelet/config.yaml",
+		"probe.yaml":          "/etc/kubernetes/manifests/probe.yaml",
+		"20-standalone.conf":  "/etc/systemd/system/kubelet.service.d/20-standalone.conf",
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "realnode", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(dst, data)
+	}
+	run("systemctl daemon-reload && systemctl restart kubelet")
+	deadline := time.Now().Add(3 * time.Minute)
+	var scope string
+	for {
+		// The container's task, and the scope the systemd cgroup driver
+		// made for it under the kubelet's kubepods slice.
+		scope, _ = l.Run(ctx, "gpu-4", `id=$(ctr --namespace k8s.io containers ls --quiet 'labels."io.kubernetes.container.name"==probe' | head -n 1)
+[ -n "$id" ] && ctr --namespace k8s.io tasks ls | awk -v id="$id" '$1 == id && $3 == "RUNNING"' | grep -q . && systemctl list-units --no-legend --plain "cri-containerd-$id.scope" | awk '{ print $1 }'`)
+		scope = strings.TrimSpace(scope)
+		if scope != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			logs, _ := l.Run(ctx, "gpu-4", "systemctl status kubelet --no-pager | head -n 5; journalctl -u kubelet --no-pager | tail -n 40")
+			t.Fatalf("the probe's container is not running in a systemd scope after 3 minutes:\n%s", logs)
+		}
+		time.Sleep(time.Second)
+	}
+	if cg := run("systemctl show --property ControlGroup --value " + scope); !strings.Contains(cg, "kubepods") {
+		t.Errorf("the probe's scope %s lies in %q, not under the kubelet's kubepods slice", scope, cg)
+	}
+	if got := run("curl -sS http://127.0.0.1:10248/healthz"); got != "ok" {
+		t.Errorf("kubelet healthz: %q", got)
+	}
+	var pss uint64
+	for _, pid := range pidsInNS(n.PIDNS) {
+		pss += pssKiB(pid)
+	}
+	t.Logf("gpu-4 (systemd, journald, logind, dbus, sshd, containerd, a shim, the kubelet, one pod): %d processes, %d MiB PSS", len(pidsInNS(n.PIDNS)), pss>>10)
+
+	// Power: every cgroup of the node goes with it; it boots again.
+	if err := l.PowerOff("gpu-4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range n.Cgroups {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("after power-off the node's cgroup %s remains (%v)", d, err)
+		}
+	}
+	if err := l.PowerOn(ctx, "gpu-4"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.Run(ctx, "gpu-4", "systemctl is-system-running --wait"); strings.TrimSpace(got) != "running" {
+		t.Errorf("after power-on: %q", got)
+	}
+	downLeavesNothing(t, l)
+}
