@@ -21,6 +21,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -272,4 +273,66 @@ func TestDiscoveryConfigIsAValidKubeconfig(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The real kubelet of every Kubernetes version the cluster runs or is
+// upgraded to must accept the flags we have kubeadm give it
+// (nodeRegistration.kubeletExtraArgs, which kubeadm writes into
+// kubeadm-flags.env): a flag a version removed ends that kubelet at once,
+// and every node with it stays NotReady after the upgrade (v1.35 refuses
+// --pod-infra-container-image, which v1.34 only called deprecated).
+func TestKubeletAcceptsEveryNodesFlags(t *testing.T) {
+	kubelets := map[string]string{
+		tools.KubernetesVersion:        toolstest.Require(t, "kubelet"),
+		tools.UpgradeKubernetesVersion: toolstest.RequireKube(t, "kubelet", tools.UpgradeKubernetesVersion),
+	}
+	b := testBundle(t)
+	for _, layout := range layouts {
+		r, err := Render(layoutInventory(t, layout), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nf := range r.Nodes {
+			for _, f := range nf.Files {
+				if f.Path != kubeadm.InitConfigPath && f.Path != kubeadm.JoinConfigPath {
+					continue
+				}
+				args := kubeletExtraArgs(t, f.Content)
+				if len(args) == 0 {
+					t.Fatalf("%s %s: no kubeletExtraArgs (node-ip is always there)", nf.Node.Name, f.Path)
+				}
+				for v, kubelet := range kubelets {
+					out, err := exec.Command(kubelet, append(args, "--version")...).CombinedOutput()
+					if err != nil {
+						t.Errorf("%s layout, %s: the %s kubelet refuses %q: %v\n%s", layout, nf.Node.Name, v, args, err, out)
+					}
+				}
+			}
+		}
+	}
+}
+
+// kubeletExtraArgs reads the kubelet flags of the Init- or
+// JoinConfiguration in a rendered kubeadm file, as kubeadm writes them.
+func kubeletExtraArgs(t *testing.T, content []byte) []string {
+	t.Helper()
+	var out []string
+	for _, doc := range strings.Split(string(content), "\n---\n") {
+		var d struct {
+			Kind             string `json:"kind"`
+			NodeRegistration struct {
+				KubeletExtraArgs []kubeadm.Arg `json:"kubeletExtraArgs"`
+			} `json:"nodeRegistration"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind != "InitConfiguration" && d.Kind != "JoinConfiguration" {
+			continue
+		}
+		for _, a := range d.NodeRegistration.KubeletExtraArgs {
+			out = append(out, "--"+a.Name+"="+a.Value)
+		}
+	}
+	return out
 }

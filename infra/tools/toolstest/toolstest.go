@@ -46,3 +46,14 @@ func missing(t testing.TB, why string) {
 	}
 	t.Skip(why)
 }
+
+// RequireKube returns a binary of one Kubernetes version's build, as
+// Require does for the declared version.
+func RequireKube(t testing.TB, name, version string) string {
+	t.Helper()
+	p := filepath.Join(tools.KubernetesDir(version), name)
+	if _, err := os.Stat(p); err != nil {
+		missing(t, fmt.Sprintf("%s %s is not built yet: run KUBE_VERSION=%s %s", name, version, version, tools.Script(name)))
+	}
+	return p
+}
