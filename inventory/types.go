@@ -245,7 +245,17 @@ func (inv *Inventory) EndpointHost() string {
 
 // Endpoint is EndpointHost:port, kubeadm's controlPlaneEndpoint.
 func (inv *Inventory) Endpoint() string {
-	return net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.Port))
+	return net.JoinHostPort(inv.EndpointHost(), strconv.Itoa(inv.Cluster.Endpoint.APIPort()))
+}
+
+// APIPort is the port every apiserver listens on and the endpoint serves:
+// the declared one, else kubeadm's default. Commands that reach a node's
+// apiserver ask here rather than assume 6443, which the user may change.
+func (e Endpoint) APIPort() int {
+	if e.Port == 0 {
+		return DefaultPort
+	}
+	return e.Port
 }
 
 // ReadPrivateKey reads the key file ssh.privateKey names (resolved against

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,7 +245,7 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 
 	// From here on nodes change.
 	for _, s := range states {
-		if err := stopControlPlane(ctx, s); err != nil {
+		if err := t.stopControlPlane(ctx, s); err != nil {
 			return rep, err
 		}
 		t.logf("%s: control plane stopped (static pod manifests in %s)", s.Name, AsideDir)
@@ -470,12 +471,19 @@ func backScript(pods ...string) string {
 	return strings.Join(mv, "\n") + "\nrmdir " + AsideDir + " 2>/dev/null || true"
 }
 
-func stopControlPlane(ctx context.Context, s *nodeState) error {
+// listeners lists what still listens on etcd's ports and the apiserver's
+// (the inventory's cluster.endpoint.port, which kubeadm makes its bind
+// port): the control plane has stopped when it prints nothing.
+func (t Target) listeners() string {
+	return fmt.Sprintf("ss -Hltn '( sport = :2379 or sport = :2380 or sport = :%d )'", t.Inventory.Cluster.Endpoint.APIPort())
+}
+
+func (t Target) stopControlPlane(ctx context.Context, s *nodeState) error {
 	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e\n"+asideScript()); err != nil {
 		return err
 	}
 	return waitFor(ctx, 3*time.Minute, "etcd and the apiserver to stop", func() error {
-		r, err := s.c.Query(ctx, "ss -Hltn '( sport = :2379 or sport = :2380 or sport = :6443 )'")
+		r, err := s.c.Query(ctx, t.listeners())
 		if err != nil {
 			return err
 		}
@@ -530,7 +538,7 @@ rm -f ` + upload
 	if err := putBack(ctx, s, controlPlanePods[1:]...); err != nil {
 		return err
 	}
-	return waitAPI(ctx, s)
+	return t.waitAPI(ctx, s)
 }
 
 func putBack(ctx context.Context, s *nodeState, pods ...string) error {
@@ -538,14 +546,23 @@ func putBack(ctx context.Context, s *nodeState, pods ...string) error {
 	return err
 }
 
-// waitAPI waits for the node's own apiserver to be ready.
-func waitAPI(ctx context.Context, s *nodeState) error {
-	addr := "https://" + net.JoinHostPort(s.Address, "6443")
+// apiURL is the node's own apiserver: its etcd's advertised address (the
+// one kubeadm advertises the apiserver on), else its inventory address,
+// at the inventory's API port.
+func (t Target) apiURL(s *nodeState) string {
+	port := strconv.Itoa(t.Inventory.Cluster.Endpoint.APIPort())
+	addr := "https://" + net.JoinHostPort(s.Address, port)
 	if u := s.flags["advertise-client-urls"]; u != "" {
 		if h, _, err := net.SplitHostPort(strings.TrimPrefix(strings.Split(u, ",")[0], "https://")); err == nil {
-			addr = "https://" + net.JoinHostPort(h, "6443")
+			addr = "https://" + net.JoinHostPort(h, port)
 		}
 	}
+	return addr
+}
+
+// waitAPI waits for the node's own apiserver to be ready.
+func (t Target) waitAPI(ctx context.Context, s *nodeState) error {
+	addr := t.apiURL(s)
 	return waitFor(ctx, 4*time.Minute, s.Name+"'s apiserver", func() error {
 		return queryOK(ctx, s, "kubectl --kubeconfig "+adminConf+" --server "+addr+" get --raw=/readyz")
 	})
@@ -606,7 +623,7 @@ func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) e
 	if err := putBack(ctx, s, controlPlanePods[1:]...); err != nil {
 		return err
 	}
-	return waitAPI(ctx, s)
+	return t.waitAPI(ctx, s)
 }
 
 func mustRun(ctx context.Context, s *nodeState, what, cmd string) (string, error) {
@@ -718,7 +735,7 @@ func Rejoin(ctx context.Context, t Target, name string) error {
 			return fmt.Errorf("%s is a member of the running etcd cluster already (%s): nothing to rejoin", name, m.ID)
 		}
 	}
-	if err := stopControlPlane(ctx, s); err != nil {
+	if err := t.stopControlPlane(ctx, s); err != nil {
 		return err
 	}
 	return t.readd(ctx, cli, s)
