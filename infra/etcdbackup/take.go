@@ -2,15 +2,16 @@ package etcdbackup
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"encoding/json"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
@@ -77,15 +78,32 @@ func listOnNode(ctx context.Context, n *node) ([]onNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseListing(n, string(r.Stdout))
+}
+
+// snapshotName is the one kind of name the timer writes. The node's grep
+// filters with the same pattern, but what comes back is the node's word:
+// the name becomes part of a local path, so it is checked here, where a
+// compromised node cannot skip the check.
+var snapshotName = regexp.MustCompile(etcdsnapshot.NamePattern)
+
+// errForeignListing is a listing no timer of ours wrote: Fetch stops
+// rather than trusting that node for anything else.
+var errForeignListing = errors.New("lists what the snapshot timer never writes")
+
+// parseListing reads listOnNode's "MTIME NAME" lines; anything else is
+// refused, never skipped.
+func parseListing(n *node, stdout string) ([]onNode, error) {
 	var out []onNode
-	for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
-		ts, name, ok := strings.Cut(line, " ")
-		if !ok {
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if line == "" {
 			continue
 		}
+		ts, name, _ := strings.Cut(line, " ")
 		sec, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil {
-			continue
+		if err != nil || !snapshotName.MatchString(name) {
+			return nil, fmt.Errorf("%s %w in %s: %q is not \"MTIME snapshot-YYYYMMDDTHHMMSSZ.db\"; nothing was fetched: look at what wrote that directory on %s",
+				n.Name, errForeignListing, etcdsnapshot.Dir, line, n.Name)
 		}
 		out = append(out, onNode{node: n, name: name, at: time.Unix(sec, 0)})
 	}
@@ -139,6 +157,9 @@ func Fetch(ctx context.Context, t Target, out string) (*Metadata, string, error)
 			continue
 		}
 		list, err := listOnNode(ctx, n)
+		if errors.Is(err, errForeignListing) {
+			return nil, "", err
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", n.Name, err))
 			continue
