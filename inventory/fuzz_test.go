@@ -19,6 +19,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("nodes: [*a]\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("cluster: {extraSANs: [10.0.0.999, '::1', '*.x']}\n"))
+	// Aliases: shared values, an alias of the wrong kind, an alias as a
+	// key, and small alias bombs the walk must bound, not expand.
+	f.Add([]byte("cluster: {network: {nodeCIDR: 10.0.0.0/24}}\nnodes: [{name: a, role: control-plane, address: 10.0.0.11, labels: &l {k: v}, taints: &t ['x:NoSchedule']}, {name: b, role: worker, address: 10.0.0.12, labels: *l, taints: *t}]\n"))
+	f.Add([]byte("cluster: &c {name: x}\nssh: *c\nnodes: [*c]\n"))
+	f.Add([]byte("cluster: {network: &n {nodeCIDR: 10.0.0.0/24}}\nnodes: [{name: a, labels: {? *n : v}}]\n"))
+	for _, bomb := range aliasBombs(4096) {
+		f.Add(bomb)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inv, _, err := Parse(data)
 		if err != nil {

@@ -97,7 +97,8 @@ func decode(data []byte) (*Inventory, positions, error) {
 		root = root.Content[0]
 	}
 	ps := &problems{pos: positions{}}
-	check(ps, root, reflect.TypeOf(Inventory{}), "")
+	w := &walker{ps: ps, sizes: map[*yaml.Node]int{}}
+	w.check(root, reflect.TypeOf(Inventory{}), "")
 	if err := ps.err(); err != nil {
 		return nil, ps.pos, err
 	}
@@ -109,11 +110,49 @@ func decode(data []byte) (*Inventory, positions, error) {
 	return &inv, ps.pos, nil
 }
 
+// maxAliasedValues bounds how many YAML values the aliases of one
+// inventory may stand for, counted expanded: a few bytes of alias can
+// stand for a whole anchored subtree, so nested or repeated aliases in a
+// small file stand for billions of values (the "billion laughs"), each
+// walked, checked and decoded. An inventory sharing labels or taints
+// between nodes through anchors stays far below it.
+const maxAliasedValues = 10000
+
+// walker checks one YAML tree; it counts the values aliases stand for.
+type walker struct {
+	ps *problems
+	// aliased is the count of values reached through aliases so far; an
+	// alias is charged its whole expansion before it is walked, so the
+	// walk never goes past the bound.
+	aliased int
+	inAlias int
+	over    bool
+	// sizes memoizes each node's expanded size (capped), so sizing a
+	// nested alias bomb is linear in the file, not in its expansion.
+	sizes map[*yaml.Node]int
+}
+
 // check walks the YAML tree against the Go type, recording every field's
 // line and reporting unknown fields and kind mismatches.
-func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
+func (w *walker) check(n *yaml.Node, t reflect.Type, path string) {
+	ps := w.ps
+	if n.Kind == yaml.AliasNode && w.over {
+		return
+	}
 	if path != "" {
 		ps.pos[path] = n.Line
+	}
+	if n.Kind == yaml.AliasNode {
+		if w.inAlias == 0 {
+			w.aliased += w.size(n)
+			if w.aliased > maxAliasedValues {
+				w.over = true
+				ps.errorf(orTop(path), "the aliases up to here stand for more than %d values once expanded; write the values out, or alias less (each *alias counts its anchor's whole content)", maxAliasedValues)
+				return
+			}
+		}
+		w.inAlias++
+		defer func() { w.inAlias-- }()
 	}
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -121,13 +160,10 @@ func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 	if n.Tag == "!!null" {
 		return
 	}
-	name := path
-	if name == "" {
-		name = "(top level)"
-	}
+	name := orTop(path)
 	switch t.Kind() {
 	case reflect.Pointer:
-		check(ps, n, t.Elem(), path)
+		w.check(n, t.Elem(), path)
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			ps.errorf(name, "expected a mapping of fields, found %s", describe(n))
@@ -161,7 +197,7 @@ func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 				continue
 			}
 			seen[k.Value] = true
-			check(ps, v, ft, child)
+			w.check(v, ft, child)
 			ps.pos[child] = k.Line
 		}
 	case reflect.Slice:
@@ -170,7 +206,7 @@ func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, c := range n.Content {
-			check(ps, c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+			w.check(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -181,7 +217,7 @@ func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 			k, v := n.Content[i], n.Content[i+1]
 			child := path + "[" + strconv.Quote(k.Value) + "]"
 			ps.pos[child] = k.Line
-			check(ps, v, t.Elem(), child)
+			w.check(v, t.Elem(), child)
 		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
@@ -200,6 +236,36 @@ func check(ps *problems, n *yaml.Node, t reflect.Type, path string) {
 			ps.errorf(name, "expected true or false, found %s", describe(n))
 		}
 	}
+}
+
+// size is how many values n stands for with its aliases expanded, capped
+// just past the bound.
+func (w *walker) size(n *yaml.Node) int {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if s, ok := w.sizes[n]; ok {
+		return s
+	}
+	// Counted as over the bound while being sized, so a node that
+	// contains itself ends the count instead of recursing forever.
+	w.sizes[n] = maxAliasedValues + 1
+	s := 1
+	for _, c := range n.Content {
+		if s += w.size(c); s > maxAliasedValues {
+			s = maxAliasedValues + 1
+			break
+		}
+	}
+	w.sizes[n] = s
+	return s
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "(top level)"
+	}
+	return path
 }
 
 func joinPath(parent, field string) string {
