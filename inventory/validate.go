@@ -45,6 +45,12 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 	if svcNet.IsValid() && svcNet.Addr().Is4() && svcNet.Bits() < 12 {
 		ps.errorf("cluster.network.serviceCIDR", "%s is larger than kube-apiserver accepts (at most a /12 for IPv4); use e.g. %s", c.Network.ServiceCIDR, DefaultServiceCIDR)
 	}
+	// kubeadm gives the kubernetes Service the range's first address and
+	// CoreDNS its tenth: a range without a tenth address validates in
+	// kubeadm and leaves the cluster without DNS.
+	if svcNet.IsValid() && svcNet.Addr().Is4() && svcNet.Bits() > 28 {
+		ps.errorf("cluster.network.serviceCIDR", "%s holds %d addresses, too few for the kubernetes Service (its first) and CoreDNS (its tenth); use at least a /28, usually a /12 such as %s", c.Network.ServiceCIDR, 1<<(32-svcNet.Bits()), DefaultServiceCIDR)
+	}
 	if podNet.IsValid() && podNet.Addr().Is4() {
 		// The controller-manager gives each node a /24 out of the pod range.
 		if podNet.Bits() > 24 {
@@ -363,28 +369,34 @@ func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway n
 	e := c.Endpoint
 	if e.Port < 1 || e.Port > 65535 {
 		ps.errorf("cluster.endpoint.port", "%d is not a TCP port; use 1-65535 (usually 6443)", e.Port)
+	} else if owner, taken := takenPorts[e.Port]; taken {
+		ps.errorf("cluster.endpoint.port", "%d is %s on every control-plane node, so the apiserver could not listen there; use another port, usually 6443", e.Port, owner)
+	} else if e.Port == inv.SSH.Port {
+		ps.errorf("cluster.endpoint.port", "%d is ssh.port, where sshd listens and homelab reaches the nodes, so the apiserver could not listen there; use another port, usually 6443", e.Port)
 	}
 	if e.DNSName != "" {
 		if msgs := validation.IsDNS1123Subdomain(e.DNSName); len(msgs) > 0 || looksLikeIPv4.MatchString(e.DNSName) {
 			ps.errorf("cluster.endpoint.dnsName", "%q is not a DNS name; use a name like k8s.home.arpa", e.DNSName)
 		}
 	}
+	// The VIP is an API SAN in every layout (so moving to the vip layout
+	// needs no new certificate), so it is checked wherever it is set: a
+	// name or a foreign address would be signed into the certificate.
+	if e.VIP != "" {
+		if e.Layout == LayoutVIP {
+			checkVIP(ps, inv, nodeNet, gateway)
+		} else {
+			vp := &problems{pos: ps.pos}
+			checkVIP(vp, inv, nodeNet, gateway)
+			for _, p := range Problems(vp.err()) {
+				ps.errorf(p.Path, "%s (in the %s layout the vip is only a name in the API certificate, kept for a later move to the vip layout: fix it or remove it)", p.Message, e.Layout)
+			}
+		}
+	}
 	switch e.Layout {
 	case LayoutVIP:
 		if e.VIP == "" {
 			ps.errorf("cluster.endpoint.vip", "is required in the vip layout; pick a free address in cluster.network.nodeCIDR for keepalived to float")
-			break
-		}
-		vip := checkHostAddr(ps, "cluster.endpoint.vip", e.VIP, nodeNet, "cluster.network.nodeCIDR")
-		if vip.IsValid() {
-			if vip == gateway {
-				ps.errorf("cluster.endpoint.vip", "%s is the gateway's address; pick a free address", vip)
-			}
-			for i, n := range inv.Nodes {
-				if a, err := netip.ParseAddr(n.Address); err == nil && a == vip {
-					ps.errorf("cluster.endpoint.vip", "%s is nodes[%d]'s (%s) own address; the VIP must be a free address, or it cannot move when that node dies", vip, i, n.Name)
-				}
-			}
 		}
 		if c.VRRP.RouterID < 1 || c.VRRP.RouterID > 255 {
 			ps.errorf("cluster.vrrp.routerID", "%d is not a VRRP router ID; use 1-255, unique on the LAN", c.VRRP.RouterID)
@@ -420,6 +432,37 @@ func checkEndpoint(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway n
 		}
 	default:
 		ps.errorf("cluster.endpoint.layout", "%q is not a layout; use vip, single-ip or dns", e.Layout)
+	}
+}
+
+// takenPorts are the ports kubeadm's control-plane nodes already listen
+// on (on every address or on loopback, which a wildcard bind also needs).
+var takenPorts = map[int]string{
+	22:    "sshd's port (ssh), how homelab reaches the nodes",
+	2379:  "etcd's client port",
+	2380:  "etcd's peer port",
+	10248: "the kubelet's health port",
+	10249: "kube-proxy's metrics port",
+	10250: "the kubelet's API port",
+	10256: "kube-proxy's health port",
+	10257: "kube-controller-manager's port",
+	10259: "kube-scheduler's port",
+}
+
+// checkVIP checks cluster.endpoint.vip: a free host address of the
+// nodes' subnet, neither the gateway's nor a node's.
+func checkVIP(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway netip.Addr) {
+	vip := checkHostAddr(ps, "cluster.endpoint.vip", inv.Cluster.Endpoint.VIP, nodeNet, "cluster.network.nodeCIDR")
+	if !vip.IsValid() {
+		return
+	}
+	if vip == gateway {
+		ps.errorf("cluster.endpoint.vip", "%s is the gateway's address; pick a free address", vip)
+	}
+	for i, n := range inv.Nodes {
+		if a, err := netip.ParseAddr(n.Address); err == nil && a == vip {
+			ps.errorf("cluster.endpoint.vip", "%s is nodes[%d]'s (%s) own address; the VIP must be a free address, or it cannot move when that node dies", vip, i, n.Name)
+		}
 	}
 }
 

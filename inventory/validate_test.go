@@ -198,6 +198,24 @@ func TestBadInventories(t *testing.T) {
 		}, want: []string{"cluster.endpoint.dnsName"}},
 		{name: "layout", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["layout"] = "ha" }, want: []string{"cluster.endpoint.layout"}},
 		{name: "port range", mutate: func(m map[string]any) { at(m, "cluster.endpoint")["port"] = 70000 }, want: []string{"cluster.endpoint.port"}},
+		// The VIP is an API SAN in every layout: a name, a foreign address or
+		// a node's own address would be signed into the API certificate.
+		{name: "dns layout vip a name", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "dns"
+			at(m, "cluster.endpoint")["dnsName"] = "k8s.home.arpa"
+			at(m, "cluster.endpoint")["vip"] = "evil.example.com"
+		}, want: []string{"cluster.endpoint.vip"}},
+		{name: "single-ip layout vip outside subnet", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "single-ip"
+			at(m, "cluster.endpoint")["vip"] = "192.168.1.1"
+		}, want: []string{"cluster.endpoint.vip"}},
+		{name: "dns layout vip a node", mutate: func(m map[string]any) {
+			at(m, "cluster.endpoint")["layout"] = "dns"
+			at(m, "cluster.endpoint")["dnsName"] = "k8s.home.arpa"
+			at(m, "cluster.endpoint")["vip"] = "10.0.0.121"
+		}, want: []string{"cluster.endpoint.vip"}},
+		{name: "service range without room for CoreDNS", mutate: func(m map[string]any) { at(m, "cluster.network")["serviceCIDR"] = "10.96.0.0/29" }, want: []string{"cluster.network.serviceCIDR"}},
+		{name: "service range of one address", mutate: func(m map[string]any) { at(m, "cluster.network")["serviceCIDR"] = "10.96.0.0/32" }, want: []string{"cluster.network.serviceCIDR"}},
 		{name: "kube-proxy mode", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["mode"] = "bogus" }, want: []string{"cluster.kubeProxy.mode"}},
 		{name: "kube-proxy replacement", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["replacement"] = "calico" }, want: []string{"cluster.kubeProxy.replacement"}},
 		{name: "cni", mutate: func(m map[string]any) { at(m, "cluster")["cni"] = "calico" }, want: []string{"cluster.cni"}},
@@ -289,6 +307,51 @@ func TestBadInventories(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An API port another control-plane component or sshd already listens on
+// makes the apiserver fail to bind on every control-plane node: refused,
+// naming the port's owner, each with the other problems.
+func TestAPIPortCollisions(t *testing.T) {
+	for port, owner := range map[int]string{2379: "etcd", 2380: "etcd", 10250: "kubelet", 10248: "kubelet", 10256: "kube-proxy", 10257: "controller-manager", 10259: "scheduler", 22: "ssh"} {
+		m := baseDoc(t)
+		at(m, "cluster.endpoint")["port"] = port
+		at(m, "cluster.network")["serviceCIDR"] = "10.96.0.0/30"
+		_, _, err := Parse(marshal(t, m))
+		got := paths(Problems(err))
+		if !slices.Equal(got, []string{"cluster.endpoint.port", "cluster.network.serviceCIDR"}) {
+			t.Errorf("port %d: reported %q\n%v", port, got, err)
+			continue
+		}
+		for _, p := range Problems(err) {
+			if p.Path == "cluster.endpoint.port" && (!strings.Contains(p.Message, owner) || !strings.Contains(p.Message, "6443")) {
+				t.Errorf("port %d: the problem names neither %s nor the usual port: %s", port, owner, p.Message)
+			}
+		}
+	}
+	m := baseDoc(t)
+	at(m, "cluster.endpoint")["port"] = 2222
+	at(m, "ssh")["port"] = 2222
+	if _, _, err := Parse(marshal(t, m)); !slices.Equal(paths(Problems(err)), []string{"cluster.endpoint.port"}) {
+		t.Errorf("the API on ssh.port: %v", err)
+	}
+	at(m, "cluster.endpoint")["port"] = 8443
+	if _, _, err := Parse(marshal(t, m)); err != nil {
+		t.Errorf("8443: %v", err)
+	}
+}
+
+// A VIP kept in another layout (so moving to vip needs no new
+// certificate) that is a valid free address stays accepted.
+func TestVIPKeptInOtherLayouts(t *testing.T) {
+	for _, layout := range []string{"dns", "single-ip"} {
+		m := baseDoc(t)
+		at(m, "cluster.endpoint")["layout"] = layout
+		at(m, "cluster.endpoint")["dnsName"] = "k8s.home.arpa"
+		if _, _, err := Parse(marshal(t, m)); err != nil {
+			t.Errorf("%s with vip 10.0.0.100: %v", layout, err)
+		}
 	}
 }
 
