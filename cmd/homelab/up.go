@@ -332,7 +332,7 @@ func confirmDestroy(cmd *cobra.Command, inv *inventory.Inventory, yes bool) erro
 
 func newKubeconfigCommand() *cobra.Command {
 	var out string
-	cmd := stackCommand("kubeconfig -f FILE [-o PATH]", "Write the cluster-admin kubeconfig for kubectl (0600)", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
+	cmd := stackCommand("kubeconfig -f FILE [-o PATH]", "Write the cluster-admin kubeconfig for kubectl (0600, also over an existing file)", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		outs, err := s.Outputs(ctx)
 		if err != nil {
 			return err
@@ -341,7 +341,7 @@ func newKubeconfigCommand() *cobra.Command {
 		if kc == "" {
 			return fmt.Errorf("the stack has no kubeconfig yet: run homelab up first")
 		}
-		if err := os.WriteFile(out, []byte(kc), 0o600); err != nil {
+		if err := writeKubeconfig(out, []byte(kc)); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: KUBECONFIG=%s kubectl get nodes\n", out, out)
