@@ -4,11 +4,13 @@
 package hostkeys
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -47,7 +49,8 @@ func Live(ctx context.Context, dial DialFunc, addr string) (gossh.PublicKey, err
 }
 
 // Known returns the SHA256 fingerprints file holds for any of hosts
-// (known_hosts spellings: "10.0.0.5", "[10.0.0.5]:2222").
+// (known_hosts spellings: "10.0.0.5", "[10.0.0.5]:2222"): the keys it
+// trusts for them, so not @revoked or @cert-authority lines.
 func Known(file string, hosts []string) ([]string, error) {
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
@@ -67,12 +70,45 @@ func Known(file string, hosts []string) ([]string, error) {
 	return out, nil
 }
 
-// Replace rewrites file with every line naming one of hosts replaced by one
-// line for key; other lines (hashed ones included) are kept as they are.
+// revoked reports whether file has a @revoked line for key, whatever
+// hosts it names: ssh refuses a revoked key for any host.
+func revoked(file string, key gossh.PublicKey) (bool, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "@revoked") {
+			continue
+		}
+		if marker, _, pk, _, _, err := gossh.ParseKnownHosts([]byte(line)); err == nil && marker == "revoked" && bytes.Equal(pk.Marshal(), key.Marshal()) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Replace rewrites file with every plain line naming one of hosts replaced
+// by one line for key; every other line is kept as it is: other hosts',
+// hashed ones, comments, and @revoked and @cert-authority lines, which are
+// the user's policy rather than a key the node had. The file keeps its mode
+// (a new one is 0600) and is written through a temporary file of its own
+// in the same directory, renamed into place: a fixed temporary name could
+// be another writer's, or a symlink planted to redirect the write.
 func Replace(file string, hosts []string, key gossh.PublicKey) error {
+	if target, err := filepath.EvalSymlinks(file); err == nil {
+		file = target
+	}
 	data, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	mode := os.FileMode(0o600)
+	if fi, err := os.Stat(file); err == nil {
+		mode = fi.Mode().Perm()
 	}
 	var kept []string
 	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
@@ -81,11 +117,27 @@ func Replace(file string, hosts []string, key gossh.PublicKey) error {
 		}
 	}
 	kept = append(kept, knownhosts.Line(hosts, key))
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, file)
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(strings.Join(kept, "\n") + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), file)
 }
 
 // Hosts are the known_hosts names of a node reached at address:port.
@@ -99,9 +151,11 @@ func matches(line string, hosts []string) bool {
 	if len(f) < 2 || strings.HasPrefix(f[0], "#") {
 		return false
 	}
+	// A marker line (@revoked, @cert-authority) is no key the host had,
+	// and never replaced with one.
 	names := f[0]
-	if strings.HasPrefix(names, "@") && len(f) > 2 {
-		names = f[1]
+	if strings.HasPrefix(names, "@") {
+		return false
 	}
 	for _, h := range strings.Split(names, ",") {
 		for _, want := range hosts {
@@ -137,6 +191,11 @@ func Accept(ctx context.Context, dial DialFunc, file string, hosts []string, add
 		return Shown{}, err
 	}
 	s := Shown{Key: key, Fingerprint: gossh.FingerprintSHA256(key), Known: known}
+	if r, err := revoked(file, key); err != nil {
+		return s, err
+	} else if r {
+		return s, fmt.Errorf("the node shows %s, a key %s marks @revoked: not accepted. If the revocation is wrong, remove that line yourself", s.Fingerprint, file)
+	}
 	if s.Trusted() {
 		return s, nil
 	}
