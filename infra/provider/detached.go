@@ -38,15 +38,7 @@ func runDetached(ctx context.Context, c ssh.Executor, node, name, what, cmd stri
 	d := runsDir + "/" + name
 	sum := sha256.Sum256([]byte(cmd))
 	tag := hex.EncodeToString(sum[:8])
-	start := `set -e
-d=` + quote(d) + `
-mkdir -p "$d"
-if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running; exit 0; fi
-if [ -f "$d/rc" ] && [ "$(cat "$d/tag" 2>/dev/null)" = ` + tag + ` ]; then echo finished; exit 0; fi
-rm -f "$d/rc" "$d/out" "$d/pid"
-echo ` + tag + ` > "$d/tag"
-setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; sh -c "$1" > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + quote(cmd) + ` </dev/null >/dev/null 2>&1 &
-echo started`
+	start := detachedStart(d, tag, cmd)
 	out, err := must(ctx, c, node, what, start)
 	if err != nil {
 		return "", err
@@ -58,6 +50,27 @@ echo started`
 		p.GetLogger(ctx).Infof("%s: %s finished after an earlier up stopped waiting; using its result", node, what)
 	}
 	return awaitDetached(ctx, c, node, what, d)
+}
+
+// detachedStart starts cmd detached in d, unless a run of it is there.
+// What a run prints (join commands, tokens, certificate keys) is root's
+// only: d and its files are made under umask 077 and d is 0700 even when
+// an older version made it (its parents keep the node's umask). The command itself gets the node's own umask
+// back (u), since 077 would leak into what apt and kubeadm create.
+func detachedStart(d, tag, cmd string) string {
+	return `set -e
+d=` + quote(d) + `
+u=$(umask)
+mkdir -p "$(dirname "$d")"
+umask 077
+mkdir -p "$d"
+chmod 700 "$d"
+if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running; exit 0; fi
+if [ -f "$d/rc" ] && [ "$(cat "$d/tag" 2>/dev/null)" = ` + tag + ` ]; then echo finished; exit 0; fi
+rm -f "$d/rc" "$d/out" "$d/pid"
+echo ` + tag + ` > "$d/tag"
+setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; (umask "$2"; exec sh -c "$1") > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + quote(cmd) + ` "$u" </dev/null >/dev/null 2>&1 &
+echo started`
 }
 
 // awaitDetached polls for the run's exit code, then collects (removes) it.
