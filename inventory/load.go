@@ -24,6 +24,10 @@ import (
 // directory a command runs in (the Pulumi CLI runs the program in its main
 // folder).
 func Load(path string) (*Inventory, []*Problem, error) {
+	return load(path, false)
+}
+
+func load(path string, files bool) (*Inventory, []*Problem, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading inventory: %w", err)
@@ -32,23 +36,23 @@ func Load(path string) (*Inventory, []*Problem, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading inventory: %w", err)
 	}
-	return parse(data, filepath.Dir(abs))
+	return parse(data, filepath.Dir(abs), files)
 }
 
 // Parse is Load for bytes already read; relative file paths in them are
 // relative to the working directory.
 func Parse(data []byte) (*Inventory, []*Problem, error) {
-	return parse(data, "")
+	return parse(data, "", false)
 }
 
-func parse(data []byte, dir string) (*Inventory, []*Problem, error) {
+func parse(data []byte, dir string, files bool) (*Inventory, []*Problem, error) {
 	inv, pos, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}
 	inv.ApplyDefaults()
 	inv.resolvePaths(dir)
-	warnings, err := validate(inv, pos)
+	warnings, err := validate(inv, pos, files)
 	if err != nil {
 		return nil, warnings, err
 	}

@@ -21,13 +21,14 @@ var (
 
 // Validate checks an inventory (after defaults) and returns warnings, and an
 // error listing every problem when it is not fit to render.
-func Validate(inv *Inventory) ([]*Problem, error) { return validate(inv, nil) }
+func Validate(inv *Inventory) ([]*Problem, error) { return validate(inv, nil, false) }
 
 // looksLikeIPv4 catches strings meant as addresses that are not valid ones
 // (10.0.0.999): kubeadm would silently turn them into DNS SANs.
 var looksLikeIPv4 = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,}$`)
 
-func validate(inv *Inventory, pos positions) ([]*Problem, error) {
+// validate checks inv, and with files the files it names (LoadWithFiles).
+func validate(inv *Inventory, pos positions, files bool) ([]*Problem, error) {
 	ps := &problems{pos: pos}
 	c := &inv.Cluster
 
@@ -125,6 +126,9 @@ func validate(inv *Inventory, pos positions) ([]*Problem, error) {
 	}
 	if inv.SSH.Port < 1 || inv.SSH.Port > 65535 {
 		ps.errorf("ssh.port", "%d is not a TCP port; use 1-65535 (usually 22)", inv.SSH.Port)
+	}
+	if files {
+		checkFiles(ps, inv)
 	}
 	return ps.warnings, ps.err()
 }

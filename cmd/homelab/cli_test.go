@@ -27,8 +27,10 @@ func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 const homelab = "../../inventory/homelab.yaml"
 
 func TestValidate(t *testing.T) {
-	if _, _, code := run(t, "validate", "-f", homelab); code != 0 {
-		t.Errorf("valid inventory: exit %d", code)
+	// validate checks the files homelab.yaml names (in ~/.ssh) exist.
+	homeWithKeys(t)
+	if _, stderr, code := run(t, "validate", "-f", homelab); code != 0 {
+		t.Errorf("valid inventory: exit %d: %s", code, stderr)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	data, _ := os.ReadFile(homelab)

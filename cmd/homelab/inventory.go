@@ -14,7 +14,17 @@ func init() {
 
 // loadInventory loads and validates the file, printing warnings to w.
 func loadInventory(path string, w io.Writer) (*inventory.Inventory, error) {
-	inv, warnings, err := inventory.Load(path)
+	return load(inventory.Load, path, w)
+}
+
+// loadInventoryWithFiles is loadInventory also checking that the files the
+// inventory names exist: for validate and the commands that use them all.
+func loadInventoryWithFiles(path string, w io.Writer) (*inventory.Inventory, error) {
+	return load(inventory.LoadWithFiles, path, w)
+}
+
+func load(loader func(string) (*inventory.Inventory, []*inventory.Problem, error), path string, w io.Writer) (*inventory.Inventory, error) {
+	inv, warnings, err := loader(path)
 	printWarnings(w, warnings)
 	if err != nil {
 		return nil, &exitError{code: 1, err: err}
@@ -40,7 +50,7 @@ func newValidateCommand() *cobra.Command {
 		Short: "Check an inventory; exit 0 when valid (warnings printed), 1 when not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inv, err := loadInventory(path, cmd.ErrOrStderr())
+			inv, err := loadInventoryWithFiles(path, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,18 @@ func (f *stackFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the inventory's cluster name)")
 }
 
+// needsFiles marks a command that runs the program, which reads every
+// file the inventory names: they are checked before anything is created
+// or run, all missing ones named at once.
+const needsFiles = "homelab/needs-files"
+
 func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, context.CancelFunc, error) {
+	if cmd.Annotations[needsFiles] != "" {
+		// stack.Open prints the warnings.
+		if _, err := loadInventoryWithFiles(f.inventory, io.Discard); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
 	if err != nil {
@@ -157,6 +168,7 @@ func newUpCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&allow, "allow-destroy", nil, "NODE[,NODE]: consent, for this up only, to the destructive steps on these nodes that the plan needs (a reset, an etcd member removed, key files deleted, an unreachable node forgotten); preview lists them")
 	addRenewFlag(cmd, &renew)
 	addUpgradeWithoutFlag(cmd, &without)
+	cmd.Annotations = map[string]string{needsFiles: "true"}
 	return cmd
 }
 
@@ -288,6 +300,7 @@ func newPreviewCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read live state first, so drift shows")
 	addRenewFlag(cmd, &renew)
 	addUpgradeWithoutFlag(cmd, &without)
+	cmd.Annotations = map[string]string{needsFiles: "true"}
 	return cmd
 }
 
