@@ -55,8 +55,9 @@ func runDetached(ctx context.Context, c ssh.Executor, node, name, what, cmd stri
 // detachedStart starts cmd detached in d, unless a run of it is there.
 // What a run prints (join commands, tokens, certificate keys) is root's
 // only: d and its files are made under umask 077 and d is 0700 even when
-// an older version made it (its parents keep the node's umask). The command itself gets the node's own umask
-// back (u), since 077 would leak into what apt and kubeadm create.
+// an older version made it (its parents keep the node's umask). The
+// command itself gets the node's own umask back (u), since 077 would leak
+// into what apt and kubeadm create.
 func detachedStart(d, tag, cmd string) string {
 	return `set -e
 d=` + quote(d) + `
