@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +107,46 @@ func TestKeepalivedWaitsForTheEndpoint(t *testing.T) {
 	endpointHolders.Unlock()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Ctrl-C while the node has handed the VIP over (its control plane
+// being upgraded) still starts its keepalived again: the node is back in
+// VRRP when the up stops, not at the next one.
+func TestCancelDuringHandOverStartsKeepalivedAgain(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	u := &upgrader{in: in, conns: map[string]Connection{}}
+	for _, c := range in.ControlPlanes {
+		u.conns[c.Node] = c
+	}
+	cp2 := l.node("cp-2")
+	cp2.on("ip -o addr show", "holds\n", 0)
+	cp2.on("systemctl stop keepalived", "", 0)
+	cp2.on("systemctl start keepalived", "", 0)
+	ctx, cancel := context.WithCancel(l.ctx())
+	defer cancel()
+	ex, err := dial(ctx, u.conns["cp-2"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	err = u.withVIPHandedOver(ctx, ex, "cp-2", func() error {
+		cancel() // the user's first Ctrl-C, mid hand-over
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled step: %v", err)
+	}
+	var stopped, started int
+	for _, e := range cp2.events {
+		switch e.cmd {
+		case "systemctl stop keepalived":
+			stopped = e.seq
+		case "systemctl start keepalived":
+			started = e.seq
+		}
+	}
+	if stopped == 0 || started < stopped {
+		t.Errorf("keepalived stopped at %d, started again at %d: the node stays out of VRRP", stopped, started)
 	}
 }

@@ -175,12 +175,17 @@ type fakeConn struct {
 
 var _ ssh.Executor = (*fakeConn)(nil)
 
-func (c *fakeConn) exec(kind string, mutating bool, cmd, stdin string) (ssh.Result, error) {
+func (c *fakeConn) exec(ctx context.Context, kind string, mutating bool, cmd, stdin string) (ssh.Result, error) {
 	n := c.node
 	n.lab.mu.Lock()
 	defer n.lab.mu.Unlock()
 	if c.closed {
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, net.ErrClosed)
+	}
+	// As an SSH session: one opened under a cancelled context never
+	// reaches the node.
+	if err := ctx.Err(); err != nil {
+		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, err)
 	}
 	n.record(fakeEvent{kind: kind, mutating: mutating, cmd: cmd, stdin: stdin})
 	for _, a := range n.answers {
@@ -194,15 +199,15 @@ func (c *fakeConn) exec(kind string, mutating bool, cmd, stdin string) (ssh.Resu
 }
 
 func (c *fakeConn) Run(ctx context.Context, cmd string) (ssh.Result, error) {
-	return c.exec("run", true, cmd, "")
+	return c.exec(ctx, "run", true, cmd, "")
 }
 
 func (c *fakeConn) RunInput(ctx context.Context, cmd string, stdin []byte) (ssh.Result, error) {
-	return c.exec("run", true, cmd, string(stdin))
+	return c.exec(ctx, "run", true, cmd, string(stdin))
 }
 
 func (c *fakeConn) Query(ctx context.Context, cmd string) (ssh.Result, error) {
-	return c.exec("run", false, cmd, "")
+	return c.exec(ctx, "run", false, cmd, "")
 }
 
 func (c *fakeConn) Upload(ctx context.Context, path string, content []byte, mode os.FileMode) error {

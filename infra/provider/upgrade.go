@@ -618,22 +618,37 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node st
 		// the VIP, keepalived hands it over first (its drop-in takes
 		// the address off as it stops), or the endpoint would answer
 		// nothing until the health check moved it, seconds later.
-		handedOver, err := u.handOverVIP(ctx, ex, node)
-		if err != nil {
-			return err
-		}
-		if handedOver {
-			defer func() {
-				if _, err := must(ctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
-					p.GetLogger(ctx).Warningf("%v", err)
-				}
-			}()
-		}
-		if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
-			return err
-		}
-		return u.healthy(ctx, ex, node, true)
+		return u.withVIPHandedOver(ctx, ex, node, func() error {
+			if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
+				return err
+			}
+			return u.healthy(ctx, ex, node, true)
+		})
 	})
+}
+
+// keepalivedBackBound bounds starting keepalived again after a hand-over.
+const keepalivedBackBound = time.Minute
+
+// withVIPHandedOver runs f with the VIP handed over (handOverVIP), then
+// starts keepalived again whatever f did. The start ignores cancellation:
+// a Ctrl-C during f must not leave the node out of VRRP until the next
+// up, one failure away from an endpoint nobody holds.
+func (u *upgrader) withVIPHandedOver(ctx context.Context, ex ssh.Executor, node string, f func() error) error {
+	handedOver, err := u.handOverVIP(ctx, ex, node)
+	if err != nil {
+		return err
+	}
+	if handedOver {
+		defer func() {
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepalivedBackBound)
+			defer cancel()
+			if _, err := must(bctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
+				p.GetLogger(ctx).Warningf("%v: the node takes no part in holding the VIP until keepalived runs again (systemctl start keepalived, or the next up)", err)
+			}
+		}()
+	}
+	return f()
 }
 
 // handOverVIP stops keepalived on the node when it holds the endpoint's
