@@ -19,8 +19,34 @@ import (
 const runsDir = "/var/lib/homelab/runs"
 
 // detachedBound is how long a detached step may take before the provider
-// stops waiting (the step itself goes on on the node).
-const detachedBound = 15 * time.Minute
+// stops waiting (the step itself goes on on the node). A variable for the
+// tests alone.
+var detachedBound = 15 * time.Minute
+
+// busyError is a detached run still going on the node past detachedBound:
+// whatever would change the node under it (a reset, a second run) must
+// wait for it.
+type busyError struct {
+	node, what, dir string
+	// pid and cmd are the run's, as the node tells them ("" when not).
+	pid, cmd string
+}
+
+func (e *busyError) Error() string {
+	running := e.what
+	if e.cmd != "" {
+		running += " (pid " + e.pid + ": " + e.cmd + ")"
+	}
+	stop := "its process group"
+	if e.pid != "" {
+		// setsid made the wrapper its group's leader: the group is
+		// the run, kubeadm included.
+		stop = "kill -- -" + e.pid
+	}
+	return fmt.Sprintf("%s is busy: %s still runs after %s; nothing more was changed on it. "+
+		"Wait for it to end (its exit code and output appear in %s) and run up again; if it is stuck, stop it on the node (%s) and run up again",
+		e.node, running, detachedBound, e.dir, stop)
+}
 
 // runDetached runs cmd on the node in its own session, so that neither a
 // dropped SSH connection nor a killed `up` kills it half-way (a kubeadm or
@@ -107,8 +133,23 @@ else echo starting; fi`
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("%s: %s still runs after %s: %w", node, what, detachedBound, ctx.Err())
+			return "", runningNow(ctx, c, node, what, d)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// runningNow is the busyError of the run in d, with its pid and command
+// line as the node tells them. Read under a context of its own: the
+// caller's ran out waiting.
+func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	e := &busyError{node: node, what: what, dir: d}
+	out, _, err := query(ctx, c, `d=`+quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`)
+	if err == nil {
+		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		e.pid, e.cmd = strings.TrimSpace(pid), tail(redact(strings.TrimSpace(cmd)), 1)
+	}
+	return e
 }

@@ -1,12 +1,15 @@
 package provider
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // A detached run's output holds what kubeadm and apt print (join
@@ -48,5 +51,60 @@ func TestDetachedOutputIsPrivate(t *testing.T) {
 		t.Error(err)
 	} else if fi.Mode().Perm() != 0o644 {
 		t.Errorf("a file the command made is %v, want 0644 (the node's umask)", fi.Mode().Perm())
+	}
+}
+
+// busyNode is a node whose detached run of name, left by an earlier up,
+// still runs past the provider's bound (a slow image pull).
+func busyNode(t *testing.T, lab *fakeLab, node, name string) *fakeNode {
+	t.Helper()
+	old := detachedBound
+	detachedBound = 50 * time.Millisecond
+	t.Cleanup(func() { detachedBound = old })
+	n := lab.node(node)
+	n.on("test -d '"+runsDir+"/"+name+"'", "pending\n", 0)
+	n.on(`if [ -f "$d/rc" ]`, "running\n", 0)
+	n.on("ps -o args=", "4242\nsh -c kubeadm join --config /etc/kubernetes/kubeadm/join.yaml\n", 0)
+	// What a reset would run, should the step go on.
+	n.on("kubeadm reset", "", 0)
+	return n
+}
+
+// A kubeadm run an earlier up left going past the bound makes the node
+// busy: the step refuses, naming the node, the command and what to do,
+// and never resets under it.
+func TestNoResetUnderARunningKubeadm(t *testing.T) {
+	for _, tc := range []struct {
+		name, run, what string
+		step            func(*fakeLab) error
+	}{
+		{"join", joinRun, "kubeadm join", func(lab *fakeLab) error {
+			in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml"}
+			lab.node("gpu-1").on(in.memberCheck(), nodefacts.StatePartial+"\n", 0)
+			lab.node("cp-1").on("get --raw=/readyz", "", 1)
+			return runJoin(lab.ctx(), in)
+		}},
+		{"init", initRun, "kubeadm init", func(lab *fakeLab) error {
+			lab.node("gpu-1").on(initState(), nodefacts.StatePartial+"\n", 0)
+			return bootstrap(lab.ctx(), KubeadmInitArgs{Connection: lab.conn("gpu-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}, &KubeadmInitState{})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lab := newFakeLab(t)
+			n := busyNode(t, lab, "gpu-1", tc.run)
+			err := tc.step(lab)
+			var busy *busyError
+			if !errors.As(err, &busy) {
+				t.Fatalf("a node running %s: %v", tc.what, err)
+			}
+			for _, want := range []string{"gpu-1", tc.what, "pid 4242: sh -c kubeadm join --config", "kill -- -4242", runsDir + "/" + tc.run, "up again"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the refusal does not say %q: %v", want, err)
+				}
+			}
+			if n.asked("kubeadm reset") || n.asked("rm -rf") {
+				t.Errorf("reset or removed under a running kubeadm: %v", n.mutations())
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -149,8 +150,8 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	node := in.Connection.Node
 	// An init an earlier up started and did not see end runs on: its
 	// outcome decides, never a reset under it.
-	if err := settleDetached(ctx, c, node, initRun, "kubeadm init"); err != nil {
-		p.GetLogger(ctx).Warningf("%v", err)
+	if err := settleBeforeReset(ctx, c, node, initRun, "kubeadm init"); err != nil {
+		return err
 	}
 	state, _, err := query(ctx, c, initState())
 	if err != nil {
@@ -517,8 +518,8 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
 	// A join an earlier up started and did not see end runs on: its
 	// outcome decides, never a reset under it.
-	if err := settleDetached(ctx, c, node, joinRun, "kubeadm join"); err != nil {
-		p.GetLogger(ctx).Warningf("%v", err)
+	if err := settleBeforeReset(ctx, c, node, joinRun, "kubeadm join"); err != nil {
+		return err
 	}
 	state, _, err := query(ctx, c, in.memberCheck())
 	if err != nil {
@@ -578,6 +579,21 @@ func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string
 	p.GetLogger(ctx).Warningf("%s: %s from an earlier up is still there; waiting for its outcome", node, what)
 	_, err = awaitDetached(ctx, c, node, what, d)
 	return err
+}
+
+// settleBeforeReset is settleDetached for a step that may reset the node
+// next: a run still going refuses the step (the node is busy), while one
+// that failed or was lost leaves the node for the step to look at.
+func settleBeforeReset(ctx context.Context, c ssh.Executor, node, name, what string) error {
+	err := settleDetached(ctx, c, node, name, what)
+	var busy *busyError
+	if errors.As(err, &busy) {
+		return err
+	}
+	if err != nil {
+		p.GetLogger(ctx).Warningf("%v", err)
+	}
+	return nil
 }
 
 // resetPartial undoes what an interrupted kubeadm run left, unless that
