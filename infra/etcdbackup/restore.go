@@ -24,7 +24,7 @@ const (
 	// AsideDir holds the control plane's static pod manifests while a
 	// restore runs: the kubelet stops the pods, and nothing of the lost
 	// cluster starts again on its own.
-	AsideDir = "/etc/kubernetes/manifests.homelab-restore"
+	AsideDir = nodefacts.RestoreAsideDir
 	// BeforeRestoreDir keeps the etcd data a restore replaced on a node
 	// (the latest restore's only): nothing is deleted without a trace.
 	BeforeRestoreDir = "/var/lib/homelab/etcd-before-restore"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -98,7 +97,8 @@ func initState() string {
 
 // resetKeepingCAs undoes an interrupted kubeadm run. kubeadm reset deletes
 // the certificates directory, CAs included; the CAs are the bundle's and
-// must survive, or the retry would mint a new cluster identity. The
+// must survive, or the retry would mint a new cluster identity. It deletes
+// etcd's data directory too: the data is moved aside before it runs. The
 // node's etcd member, if it has one, was removed first (removeOwnMember):
 // kubeadm's own removal is skipped.
 var resetKeepingCAs = `set -e
@@ -107,8 +107,9 @@ rm -rf "$b"; mkdir -p "$b/etcd"
 for f in ` + strings.Join(nodefacts.IdentityFiles, " ") + `; do
   [ -f ` + nodefacts.PKIDir + `/$f ] && cp -p ` + nodefacts.PKIDir + `/$f "$b/$f"
 done
+` + etcdAsideScript + `
 kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
-rm -rf ` + nodefacts.ManifestsDir + `/* ` + nodefacts.EtcdMemberDir + ` ` + nodefacts.KubernetesDir + `/*.conf ` + nodefacts.MarkerGlob + `
+rm -rf ` + nodefacts.ManifestsDir + `/* ` + nodefacts.KubernetesDir + `/*.conf ` + nodefacts.MarkerGlob + `
 mkdir -p ` + nodefacts.PKIDir + `/etcd
 cp -rp "$b"/. ` + nodefacts.PKIDir + `/
 rm -rf "$b"`
@@ -188,10 +189,26 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 			break
 		}
 		if strings.TrimSpace(state) == nodefacts.StatePartial {
-			// No cluster anywhere: what kubeadm left here is an init that
-			// never finished, and nothing of it is anyone's data.
-			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept)", node)
-			if _, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs); err != nil {
+			// No other node serves the cluster: whatever etcd data is
+			// here is its only copy.
+			f, err := readPartial(ctx, c)
+			if err != nil {
+				return err
+			}
+			if f.etcdData && f.marked {
+				if err := repairBootstrap(ctx, c, node, in.ConfigPath); err != nil {
+					return err
+				}
+				break
+			}
+			if f.etcdData && !consented(node) {
+				return onlyCopyRefusal(node, "resetting the interrupted init",
+					"no other control-plane node serves the cluster, and no completion marker says the node was set up: an init that never finished, or a cluster built without homelab, which homelab adopt takes over")
+			}
+			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept, etcd data moved aside)", node)
+			out, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs)
+			reportAside(ctx, node, out)
+			if err != nil {
 				return err
 			}
 		}
@@ -614,36 +631,45 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 		}
 	}
 	if in.ControlPlane {
-		if err := removeOwnMember(ctx, in); err != nil {
+		f, err := readPartial(ctx, c)
+		if err != nil {
+			return err
+		}
+		// Its data is kept by the live members when it is not theirs (a
+		// stale member, a learner's partial copy) or once its member is
+		// removed from them; as their only member, it is the only copy.
+		if err := removeOwnMember(ctx, in, f.etcdData && !consented(node)); err != nil {
 			return fmt.Errorf("%s: not resetting it: %w", node, err)
 		}
 	}
-	p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before the join (CAs kept)", node)
-	_, err = mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs)
+	p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before the join (CAs kept, etcd data moved aside)", node)
+	out, err := mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs)
+	reportAside(ctx, node, out)
 	return err
 }
 
 // removeOwnMember removes the node's etcd member (by name or peer URL)
 // before its etcd data goes, with removeMember's guards: a node whose
 // member cannot be removed safely keeps its data. A cluster whose only
-// member it is keeps none: there is nothing to remove it from.
-func removeOwnMember(ctx context.Context, in KubeadmJoinArgs) error {
-	peerURL := "https://" + net.JoinHostPort(in.Connection.Host, "2380")
+// member it is has nothing to remove it from, and its data is the only
+// copy: refused when keep says so (the node holds data, no consent).
+func removeOwnMember(ctx context.Context, in KubeadmJoinArgs, keep bool) error {
+	node := in.Connection.Node
 	return withEtcd(ctx, append([]Connection{in.Connection}, in.Peers...), func(cli *clientv3.Client, tunnel ssh.Executor) error {
 		ms, err := readMembers(ctx, cli, false)
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if m.Name != in.Connection.Node && m.PeerURL != peerURL {
-				continue
-			}
-			if len(ms) == 1 {
-				return nil
-			}
-			return removeMember(ctx, cli, tunnel, m, false)
+		m, found, only := ownMember(ms, node, in.Connection.Host)
+		switch {
+		case !found:
+			return nil
+		case only && keep:
+			return onlyCopyRefusal(node, "resetting the node", "its etcd member is the cluster's only one")
+		case only:
+			return nil
 		}
-		return nil
+		return removeMember(ctx, cli, tunnel, m, false)
 	})
 }
 
@@ -820,9 +846,10 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	if err := forgetNode(ctx, st, stopKubelet); err != nil {
 		return infer.DeleteResponse{}, err
 	}
-	_, err = mustFinish(ctx, c, node, "kubeadm reset",
+	out, err = mustFinish(ctx, c, node, "kubeadm reset", etcdAsideScript+"\n"+
 		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf "+
-			nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true")
+		nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true")
+	reportAside(ctx, node, out)
 	return infer.DeleteResponse{}, err
 }
 
@@ -847,5 +874,5 @@ func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error 
 	if !st.ControlPlane {
 		return nil
 	}
-	return removeOwnMember(ctx, st.KubeadmJoinArgs)
+	return removeOwnMember(ctx, st.KubeadmJoinArgs, false)
 }

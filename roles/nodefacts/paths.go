@@ -42,6 +42,14 @@ const (
 	// EtcdMemberDir exists once a member has started: data that an init
 	// must never write over.
 	EtcdMemberDir = EtcdDataDir + "/member"
+	// EtcdAsideDir keeps, one timestamped directory per reset, the etcd
+	// data a reset took off a node: kubeadm's reset deletes the data
+	// directory, and nothing of etcd's is deleted without a trace.
+	EtcdAsideDir = "/var/lib/homelab/etcd-aside"
+	// RestoreAsideDir holds the control plane's static pod manifests
+	// while `homelab etcd restore` runs; an interrupted restore leaves
+	// them there.
+	RestoreAsideDir = KubernetesDir + "/manifests.homelab-restore"
 )
 
 // Markers homelab writes once kubeadm init or join returned success:

@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// A node kubeadm left "partial" (its completion marker or one of the
+// files a set-up node has missing) may hold the cluster's only copy of
+// etcd's data: admin.conf deleted as hardening, the manifests moved aside
+// for kubeadm's documented etcd restore, an interrupted `homelab etcd
+// restore`. What a reset would take is read first; a set-up node is
+// repaired over its data, and whatever a reset takes is moved aside.
+
+// partialFacts is what decides between repairing and resetting a
+// partial control-plane node.
+type partialFacts struct {
+	// etcdData: the node holds an etcd member's data.
+	etcdData bool
+	// marked: init or join once finished here (homelab's marker), so
+	// the node was set up and lost files since.
+	marked bool
+	// restoreAside: an interrupted restore left the manifests aside.
+	restoreAside bool
+}
+
+var partialScript = nodefacts.PresenceScript(append(nodefacts.Files(nodefacts.InitMarker, nodefacts.JoinMarker),
+	nodefacts.Trace{Path: nodefacts.EtcdMemberDir, Kind: nodefacts.Dir}, nodefacts.Trace{Path: nodefacts.RestoreAsideDir, Kind: nodefacts.Dir})...)
+
+func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
+	out, _, err := query(ctx, c, partialScript)
+	if err != nil {
+		return partialFacts{}, err
+	}
+	f := nodefacts.ParsePresence(out)
+	return partialFacts{
+		etcdData:     f[nodefacts.EtcdMemberDir],
+		marked:       f[nodefacts.InitMarker] || f[nodefacts.JoinMarker],
+		restoreAside: f[nodefacts.RestoreAsideDir],
+	}, nil
+}
+
+// asidePrefix starts the line etcdAsideScript prints with where the data
+// went.
+const asidePrefix = "etcd-aside="
+
+// etcdAsideScript moves the node's etcd member data to a new directory
+// under nodefacts.EtcdAsideDir, etcd stopped first so the copy is whole
+// (a rename on one filesystem, a copy across two). It runs before kubeadm
+// reset, which deletes etcd's data directory.
+var etcdAsideScript = `if [ -d ` + nodefacts.EtcdMemberDir + ` ]; then
+  systemctl stop kubelet >/dev/null 2>&1 || true
+  pkill -f ` + quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` || true
+  for i in $(seq 30); do pgrep -f ` + quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` >/dev/null || break; sleep 1; done
+  a=` + nodefacts.EtcdAsideDir + `/$(date -u +%Y%m%dT%H%M%SZ)
+  mkdir -p "$a"; chmod 700 ` + nodefacts.EtcdAsideDir + ` "$a"
+  mv ` + nodefacts.EtcdMemberDir + ` "$a/"
+  echo "` + asidePrefix + `$a/member"
+fi`
+
+// reportAside tells where a reset put the node's etcd data and how to
+// bring it back; out is the reset script's output.
+func reportAside(ctx context.Context, node, out string) {
+	for _, line := range strings.Split(out, "\n") {
+		if dir, ok := strings.CutPrefix(strings.TrimSpace(line), asidePrefix); ok && dir != "" {
+			p.GetLogger(ctx).Warningf("%s: its etcd data was moved aside, not deleted: %s. To bring it back as the cluster's data: "+
+				"on %s, with its control plane stopped, mv %s %s/ then homelab etcd restore --from-data %s", node, dir, node, dir, nodefacts.EtcdDataDir, node)
+		}
+	}
+}
+
+// repairScript regenerates, over the node's etcd data, what a set-up
+// control-plane node lacks: the manifests an interrupted restore set
+// aside are put back first (they are the node's own), then kubeadm's
+// phases write whatever is still missing from the cluster's init config.
+// Nothing is deleted; a file present is never written over.
+func repairScript(configPath string) string {
+	cfg := quote(configPath)
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	b.WriteString(`if [ -d ` + nodefacts.RestoreAsideDir + ` ]; then
+  for f in ` + nodefacts.RestoreAsideDir + `/*.yaml; do
+    [ -f "$f" ] || continue
+    [ -e ` + nodefacts.ManifestsDir + `/"${f##*/}" ] || { mv "$f" ` + nodefacts.ManifestsDir + `/; echo "put back ${f##*/}"; }
+  done
+  rmdir ` + nodefacts.RestoreAsideDir + ` 2>/dev/null || true
+fi
+`)
+	phase := func(file, args string) {
+		b.WriteString("[ -f " + file + " ] || { kubeadm init phase " + args + " --config " + cfg + " >/dev/null; echo 'wrote " + file + "'; }\n")
+	}
+	phase(nodefacts.AdminConf, "kubeconfig admin")
+	phase(nodefacts.Manifest(nodefacts.Etcd), "etcd local")
+	for _, c := range []string{nodefacts.KubeAPIServer, nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
+		phase(nodefacts.Manifest(c), "control-plane "+nodefacts.ComponentPhase[c])
+	}
+	return b.String()
+}
+
+// repairBootstrap repairs a set-up bootstrap node that lost files, and
+// waits (bounded) for its API: the cluster it serves is the one its etcd
+// data holds, never a new one.
+func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath string) error {
+	p.GetLogger(ctx).Warningf("%s: set up once (its completion marker is there) but missing kubeadm's files, and no other control-plane node serves the cluster: "+
+		"repairing it over its etcd data (kubeadm init phase for what is missing), never a reset", node)
+	out, err := mustFinish(ctx, c, node, "repairing the control plane", repairScript(configPath))
+	if err != nil {
+		return err
+	}
+	if s := strings.TrimSpace(out); s != "" {
+		p.GetLogger(ctx).Infof("%s: %s", node, strings.ReplaceAll(s, "\n", "; "))
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probesOf(ctx).timeout)
+	defer cancel()
+	for {
+		if _, code, err := query(wctx, c, kubectl+" get --raw=/readyz >/dev/null 2>&1"); err == nil && code == 0 {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%s: repaired, but its API does not answer /readyz after %s: homelab doctor shows what is wrong; up again once it answers", node, probesOf(ctx).timeout)
+		case <-time.After(probesOf(ctx).poll):
+		}
+	}
+}
+
+// onlyCopyRefusal is the refusal to reset a node whose etcd data no live
+// member holds elsewhere.
+func onlyCopyRefusal(node, step, why string) error {
+	return refused(node, step, "reset a node holding etcd data that may be the cluster's only copy ("+why+"). "+
+		"With consent the data is moved aside under "+nodefacts.EtcdAsideDir+", not deleted. If the node was set up, put back what is missing instead "+
+		"(its manifests, admin.conf), or make it the cluster's data with homelab etcd restore --from-data "+node)
+}
+
+// ownMember is the node's member among ms (by name or peer URL), and
+// whether it is the only one: its data is then the only copy.
+func ownMember(ms []memberHealth, node, host string) (m memberHealth, found, only bool) {
+	peerURL := "https://" + net.JoinHostPort(host, "2380")
+	for _, x := range ms {
+		if x.Name == node || x.PeerURL == peerURL {
+			return x, true, len(ms) == 1
+		}
+	}
+	return memberHealth{}, false, false
+}
