@@ -54,6 +54,12 @@ type KubeadmInitState struct {
 	// it changes only when kubeadm init made a new one, and what lives in
 	// the cluster (the pod network) follows it.
 	ClusterUID string `pulumi:"clusterUID,optional"`
+	// ResetRisk says, when the cluster is not found and the bootstrap
+	// node holds etcd data a reset would take, what the bootstrap would
+	// reset ("" for nothing): preview shows it as destructive.
+	// PartialRepair says what it would repair instead.
+	ResetRisk     string `pulumi:"resetRisk,optional"`
+	PartialRepair string `pulumi:"partialRepair,optional"`
 }
 
 // clusterUIDCmd prints the cluster's identity.
@@ -254,6 +260,10 @@ func (KubeadmInit) Read(ctx context.Context, req infer.ReadRequest[KubeadmInitAr
 	live, known := clusterExists(ctx, in)
 	if known {
 		st.Initialized = live.adminKubeconfig != ""
+	}
+	st.ResetRisk, st.PartialRepair = "", ""
+	if !st.Initialized {
+		st.ResetRisk, st.PartialRepair = bootstrapPlan(ctx, in.Connection)
 	}
 	if live.adminKubeconfig != "" {
 		st.AdminKubeconfig = live.adminKubeconfig
@@ -483,6 +493,10 @@ type KubeadmJoinState struct {
 	// certificate as it is.
 	KubeletClientRepair  string `pulumi:"kubeletClientRepair,optional"`
 	KubeletClientProblem string `pulumi:"kubeletClientProblem,optional"`
+	// ResetRisk says what a join would reset on a control-plane node
+	// kubeadm left half set up that holds etcd data ("" for nothing):
+	// preview shows it as destructive.
+	ResetRisk string `pulumi:"resetRisk,optional"`
 }
 
 func (k *KubeadmJoin) Annotate(a infer.Annotator) {
@@ -728,6 +742,10 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 		}
 		state, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		st.Joined = strings.TrimSpace(state) == nodefacts.StateSetUp
+		st.ResetRisk = ""
+		if st.ControlPlane && strings.TrimSpace(state) == nodefacts.StatePartial && strings.Contains(out, "\n"+etcdDataLine) {
+			st.ResetRisk = joinResetRisk(st.Connection.Node)
+		}
 		st.setKubeletClient(planKubeletClient(nodefacts.ParseKubeletClient(out), st.Connection.Node, time.Now(), pairChecks{}))
 		return st, nil
 	})

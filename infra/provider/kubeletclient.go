@@ -164,7 +164,7 @@ func embeddedPair(conf []byte) (certPEM, keyPEM []byte, err error) {
 // joinReadScript is the join's Read: its membership, then its kubelet's
 // credentials, in one round trip.
 func (j KubeadmJoinArgs) joinReadScript() string {
-	return j.memberCheck() + "\n" + nodefacts.KubeletClientScript
+	return j.memberCheck() + "\n" + etcdDataCheck + "\n" + nodefacts.KubeletClientScript
 }
 
 func readKubeletClient(ctx context.Context, c ssh.Executor) (nodefacts.KubeletClient, error) {

@@ -151,3 +151,38 @@ func ownMember(ms []memberHealth, node, host string) (m memberHealth, found, onl
 	}
 	return memberHealth{}, false, false
 }
+
+// etcdDataLine is what etcdDataCheck prints when the node holds etcd data.
+const etcdDataLine = "etcd-data=yes"
+
+var etcdDataCheck = nodefacts.Trace{Path: nodefacts.EtcdMemberDir, Kind: nodefacts.Dir}.Test() + " && echo " + etcdDataLine + "; true"
+
+func joinResetRisk(node string) string {
+	return "may reset control-plane node " + node + ", which kubeadm left half set up and which holds etcd data: its etcd member is removed " +
+		"(a started one only with consent) and its data moved aside under " + nodefacts.EtcdAsideDir + "; without consent only where the live members hold that data"
+}
+
+// bootstrapPlan is what the bootstrap would do to its node when no
+// cluster is found: reset a node holding etcd data (risk), or repair a
+// set-up one (repair); "" for neither. A node that cannot be read says
+// nothing.
+func bootstrapPlan(ctx context.Context, conn Connection) (risk, repair string) {
+	c, err := dial(ctx, conn)
+	if err != nil {
+		return "", ""
+	}
+	defer c.Close()
+	state, _, err := query(ctx, c, initState())
+	if err != nil || strings.TrimSpace(state) != nodefacts.StatePartial {
+		return "", ""
+	}
+	f, err := readPartial(ctx, c)
+	switch {
+	case err != nil || !f.etcdData:
+		return "", ""
+	case f.marked:
+		return "", conn.Node + " was set up and lacks kubeadm files (admin.conf or a static pod manifest): up regenerates them over its etcd data (kubeadm init phase), no reset"
+	}
+	return "resets " + conn.Node + ", which holds etcd data without a completion marker while no other control-plane node serves the cluster (an init that never finished?): " +
+		"the data is moved aside under " + nodefacts.EtcdAsideDir + ", kept", ""
+}

@@ -144,3 +144,23 @@ func TestOwnMember(t *testing.T) {
 		t.Error("the only member is not the only copy")
 	}
 }
+
+// The refresh tells preview what the bootstrap would do to a partial node
+// holding etcd data: a reset (destructive) or a repair.
+func TestInitReadSaysWhatTheBootstrapWouldDo(t *testing.T) {
+	for _, tc := range []struct {
+		present      []string
+		risk, repair bool
+	}{
+		{[]string{nodefacts.EtcdMemberDir}, true, false},
+		{[]string{nodefacts.InitMarker, nodefacts.EtcdMemberDir}, false, true},
+		{[]string{nodefacts.InitMarker}, false, false},
+	} {
+		lab, _ := partialBootstrap(t, tc.present...)
+		in := KubeadmInitArgs{Connection: lab.conn("cp-1")}
+		st := refresh(t, lab.ctx(), KubeadmInit{}, in, KubeadmInitState{KubeadmInitArgs: in, Initialized: true})
+		if st.Initialized || (st.ResetRisk != "") != tc.risk || (st.PartialRepair != "") != tc.repair {
+			t.Errorf("%v: initialized %v, risk %q, repair %q", tc.present, st.Initialized, st.ResetRisk, st.PartialRepair)
+		}
+	}
+}

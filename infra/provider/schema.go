@@ -183,6 +183,8 @@ func (k *KubeadmInitState) Annotate(a infer.Annotator) {
 	a.Describe(&k.BootstrappedOn, "The node kubeadm init ran on, recorded then.")
 	a.Describe(&k.AdminKubeconfig, "The cluster-admin kubeconfig, /etc/kubernetes/admin.conf (secret).")
 	a.Describe(&k.ClusterUID, "The cluster's identity, its kube-system namespace's UID, read where the cluster runs: it changes only when kubeadm init made a new cluster, and the pod network is installed again then.")
+	a.Describe(&k.ResetRisk, "When no cluster is found and the bootstrap node holds etcd data without a completion marker: the reset the bootstrap would make (refused without consent for that node; the data moved aside, kept). Empty: none.")
+	a.Describe(&k.PartialRepair, "When no cluster is found and the bootstrap node was set up but lacks kubeadm files: what the bootstrap regenerates over its etcd data instead of a reset. Empty: none.")
 }
 
 func (k *KubeadmJoinArgs) Annotate(a infer.Annotator) {
@@ -202,6 +204,7 @@ func (k *KubeadmJoinState) Annotate(a infer.Annotator) {
 	a.Describe(&k.LiveKubeletClient, "What the node's kubelet.conf authenticates the kubelet with, read live: the certificate file it names (/var/lib/kubelet/pki/kubelet-client-current.pem, which the kubelet rotates), or embedded (client-certificate-data, which nothing rotates).")
 	a.Describe(&k.KubeletClientRepair, "What up does about an embedded kubelet client certificate, and why: kubelet.conf pointed at the rotating file (the embedded pair stored there first when it has none the node can use), then the kubelet restarted. Empty: nothing to do.")
 	a.Describe(&k.KubeletClientProblem, "Why up leaves an embedded kubelet client certificate as it is: neither it nor the rotating file can authenticate the node (expired, another CA's, another node's). Empty: none.")
+	a.Describe(&k.ResetRisk, "When the node is a control-plane node kubeadm left half set up holding etcd data: the reset its join may make (the data moved aside, kept; refused without consent where it may be the only copy). Empty: none.")
 }
 
 func (t *Taint) Annotate(a infer.Annotator) {

@@ -83,6 +83,20 @@ func classify(c Change, oldState, newInputs map[string]any) Change {
 		if slices.Contains(c.paths, "liveKubeletClient") {
 			c.Repairs, _ = oldState["kubeletClientRepair"].(string)
 		}
+		// A join of a node kubeadm left half set up may reset it, and
+		// the provider read whether it holds etcd data.
+		if risk, _ := oldState["resetRisk"].(string); risk != "" && slices.Contains(c.paths, "joined") {
+			c.Node, c.Destroys = c.Name, risk
+		}
+	case c.Type == "homelab:index:KubeadmInit" && c.Op == string(apitype.OpUpdate):
+		// A bootstrap that finds no cluster acts on its node: the
+		// provider read whether that resets etcd data or repairs it.
+		conn, _ := oldState["connection"].(map[string]any)
+		node, _ := conn["node"].(string)
+		if risk, _ := oldState["resetRisk"].(string); risk != "" && node != "" {
+			c.Node, c.Destroys = node, risk
+		}
+		c.Repairs, _ = oldState["partialRepair"].(string)
 	case c.Type == "homelab:index:EtcdMembers" && c.Op == string(apitype.OpUpdate):
 		want := map[string]bool{}
 		for _, m := range asList(newInputs["members"]) {
