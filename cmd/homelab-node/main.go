@@ -8,6 +8,8 @@
 //	homelab-node kubelet ARGS...
 //	homelab-node containerd ARGS...
 //	homelab-node pause [-v]
+//	homelab-node cilium-agent [--config-dir DIR]
+//	homelab-node install-plugin.sh
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/standin/cri"
 	"github.com/homelab-dev/homelab/infra/lab/standin/initd"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/ciliumagent"
 	"github.com/homelab-dev/homelab/infra/lab/standin/pause"
 	"github.com/homelab-dev/homelab/infra/lab/standin/systemctl"
 )
@@ -28,6 +31,9 @@ var commands = map[string]func(args []string) int{
 	"kubelet":    kubelet.Main,
 	"containerd": cri.Main,
 	"pause":      pause.Main,
+	// The lab's Cilium image on real nodes (docs/lab.md, "Real nodes").
+	"cilium-agent":      ciliumagent.MainAgent,
+	"install-plugin.sh": ciliumagent.MainInstallPlugin,
 }
 
 // dispatch picks the command from argv[0]'s base name, else from argv[1].

@@ -19,6 +19,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
+	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 	"github.com/homelab-dev/homelab/infra/lab/image"
 	"github.com/homelab-dev/homelab/infra/lab/nodeimages"
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
@@ -481,10 +482,43 @@ func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error)
 	if err != nil {
 		return "", "", err
 	}
+	if err := l.ciliumImages(root, rootErr, imgs, filepath.Join(pause, "pause")); err != nil {
+		return "", "", err
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", "", err
 	}
 	return rootfs, dir, os.Rename(tmp, dir)
+}
+
+// ciliumImages are the images of the lab's Cilium chart as a real node
+// pulls them: the agent's runs the stand-in agent (homelab-node as
+// cilium-agent, and as /install-plugin.sh for its init container); the
+// operator's runs pause under the operator's name, as nothing here can
+// run an operator and nothing waits on its work.
+func (l *Lab) ciliumImages(root string, rootErr error, dir, pause string) error {
+	agent, operator, err := ciliumchart.Images()
+	if err != nil {
+		return err
+	}
+	node, err := l.nodeBinary(root, rootErr)
+	if err != nil {
+		return err
+	}
+	err = nodeimages.Write(nodeimages.Image{
+		Ref: agent,
+		Files: []nodeimages.File{
+			{Src: node, Path: "/usr/bin/cilium-agent"},
+			{Path: "/install-plugin.sh", Link: "/usr/bin/cilium-agent"},
+		},
+	}, filepath.Join(dir, "cilium.tar"))
+	if err != nil {
+		return err
+	}
+	return nodeimages.Write(nodeimages.Image{
+		Ref:   operator,
+		Files: []nodeimages.File{{Src: pause, Path: "/usr/bin/cilium-operator-generic"}},
+	}, filepath.Join(dir, "cilium-operator.tar"))
 }
 
 // sandboxImage is the pause image kubeadm of that version deploys.

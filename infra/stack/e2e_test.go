@@ -40,11 +40,11 @@ func newE2E(t testing.TB) *e2e { return newE2EWith(t, nil) }
 
 // newE2EWith brings the lab up from inventory/lab.yaml edited by base (nil:
 // as it is): what the lab makes depends on it (cluster.packages).
-func newE2EWith(t testing.TB, base func(string) string) *e2e {
+func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := &e2e{t: t, log: &bytes.Buffer{}}
-	e.lab = labtest.UpWith(t, ctx, "stack", base, func() { t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80)) })
+	e.lab = labtest.UpSystemd(t, ctx, "stack", base, systemd, func() { t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
 	t.Setenv(ssh.CommandLogEnv, e.cmdLog)

@@ -19,8 +19,11 @@ packages=(
   iproute2 iptables nftables conntrack ethtool socat ebtables kmod  # kubeadm preflight, kube-proxy, the kubelet
   procps curl ca-certificates gnupg  # the provisioner's node scripts and apt's keys
 )
+# recipe counts changes to the steps after debootstrap: a new one builds a
+# new rootfs, as a new package list does.
+recipe=2
 list=$(printf '%s\n' "${packages[@]}" | sort | tr '\n' ' ')
-key=$(printf '%s %s\n' "$suite" "$list" | sha256sum | cut -c1-12)
+key=$(printf '%s %s %s\n' "$suite" "$recipe" "$list" | sha256sum | cut -c1-12)
 cache=${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}
 out="$cache/tools/rootfs-$suite-$key"
 if [ -f "$out/.complete" ]; then echo "$out"; exit 0; fi
@@ -51,6 +54,10 @@ for u in systemd-udevd.service systemd-udevd-control.socket systemd-udevd-kernel
   systemd-modules-load.service systemd-remount-fs.service; do
   ln -sf /dev/null "$tmp/etc/systemd/system/$u"
 done
+# A machine's kernel brings its modules' directory, which pods mount
+# (Cilium's agent, kube-proxy); the lab's nodes share a kernel whose
+# modules they cannot load, so it is empty.
+mkdir -p "$tmp/lib/modules"
 # keepalived's package enables it; the provisioner enables it where the
 # layout needs it, as on a machine where the user installed it disabled.
 rm -f "$tmp/etc/systemd/system/multi-user.target.wants/keepalived.service"

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sigs.k8s.io/yaml"
 	"sort"
 	"time"
 
@@ -97,4 +98,26 @@ func Write(dir string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", p, err)
 	}
 	return p, nil
+}
+
+// Images are the agent's and the operator's image references with the
+// chart's default values: what a real node of the lab must be able to
+// pull for the chart's pods to run on it.
+func Images() (agent, operator string, err error) {
+	data, err := source.ReadFile("cilium/values.yaml")
+	if err != nil {
+		return "", "", err
+	}
+	type image struct{ Repository, Tag string }
+	var v struct {
+		Image    image
+		Operator struct{ Image image }
+	}
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return "", "", fmt.Errorf("the stand-in chart's values.yaml: %w", err)
+	}
+	if v.Image.Repository == "" || v.Image.Tag == "" || v.Operator.Image.Repository == "" || v.Operator.Image.Tag == "" {
+		return "", "", fmt.Errorf("the stand-in chart's values.yaml names no agent or operator image")
+	}
+	return v.Image.Repository + ":" + v.Image.Tag, v.Operator.Image.Repository + ":" + v.Operator.Image.Tag, nil
 }

@@ -107,8 +107,15 @@ func Up(t testing.TB, ctx context.Context, name string, onFail func()) *Lab {
 // names): the lab is built from the edited inventory, InventoryPath.
 func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) string, onFail func()) *Lab {
 	t.Helper()
+	return UpSystemd(t, ctx, name, edit, nil, onFail)
+}
+
+// UpSystemd is UpWith with the named nodes real (lab.Lab.Systemd): Debian
+// booted with systemd, containerd, runc and the real kubelet.
+func UpSystemd(t testing.TB, ctx context.Context, name string, edit func(string) string, systemd []string, onFail func()) *Lab {
+	t.Helper()
 	hold(t)
-	tl, err := upOnce(t, ctx, name, t.TempDir(), edit)
+	tl, err := upOnce(t, ctx, name, t.TempDir(), edit, systemd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +138,7 @@ func UpWith(t testing.TB, ctx context.Context, name string, edit func(string) st
 }
 
 // upOnce brings a lab up in a new directory, or leaves nothing behind.
-func upOnce(t testing.TB, ctx context.Context, name, work string, edit func(string) string) (*Lab, error) {
+func upOnce(t testing.TB, ctx context.Context, name, work string, edit func(string) string, systemd []string) (*Lab, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/srv", "homelab-"+name+"-test-")
 	if err != nil {
@@ -141,6 +148,7 @@ func upOnce(t testing.TB, ctx context.Context, name, work string, edit func(stri
 	if err != nil {
 		return nil, err
 	}
+	l.Systemd = systemd
 	tl := &Lab{Lab: l, Dir: dir, Work: work, base: edit, t: t}
 	tl.InventoryPath = tl.Inventory("lab", nil)
 	if _, _, err := l.Up(ctx, tl.InventoryPath); err != nil {

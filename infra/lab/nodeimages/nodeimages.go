@@ -23,11 +23,13 @@ import (
 )
 
 // File is one file of an image's layer: Src on this machine, Path in the
-// image.
+// image; or, with Link, a hard link at Path to the file at Link (one
+// multi-call binary under several names, stored once).
 type File struct {
 	Src  string
 	Path string
 	Mode int64
+	Link string
 }
 
 // Image is an image to build.
@@ -84,10 +86,18 @@ func Write(img Image, out string) error {
 // same image digest.
 func layerOf(files []File) ([]byte, error) {
 	sorted := append([]File(nil), files...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	// Links after every file: a link to a file not yet extracted fails
+	// (containerd's unpack makes them in the tar's order).
+	sort.Slice(sorted, func(i, j int) bool {
+		if (sorted[i].Link == "") != (sorted[j].Link == "") {
+			return sorted[i].Link == ""
+		}
+		return sorted[i].Path < sorted[j].Path
+	})
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
+	modes := map[string]int64{}
 	for _, f := range sorted {
 		p := path.Clean("/" + f.Path)[1:]
 		var parents []string
@@ -100,6 +110,15 @@ func layerOf(files []File) ([]byte, error) {
 				return nil, err
 			}
 		}
+		if f.Link != "" {
+			// The link's mode is its target's: containerd applies a link
+			// entry's mode to the inode they share.
+			target := path.Clean("/" + f.Link)[1:]
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: p, Linkname: target, Mode: modes[target], ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		data, err := os.ReadFile(f.Src)
 		if err != nil {
 			return nil, err
@@ -108,6 +127,7 @@ func layerOf(files []File) ([]byte, error) {
 		if mode == 0 {
 			mode = 0o755
 		}
+		modes[p] = mode
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: mode, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}

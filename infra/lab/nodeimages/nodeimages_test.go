@@ -2,6 +2,7 @@ package nodeimages
 
 import (
 	"archive/tar"
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -81,5 +82,43 @@ func TestWriteReadsBackAsBuilt(t *testing.T) {
 func TestWriteRefusesABadReference(t *testing.T) {
 	if err := Write(Image{Ref: "Not A Ref"}, filepath.Join(t.TempDir(), "x.tar")); err == nil {
 		t.Error("accepted a reference that is not one")
+	}
+}
+
+// A hard link comes after its target in the layer, whatever their names,
+// with its target's mode: containerd extracts in the tar's order, fails a
+// link to a file it has not made yet, and chmods the shared inode to the
+// link entry's mode.
+func TestLinksFollowTheirTargets(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agent")
+	if err := os.WriteFile(bin, []byte("agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := layerOf([]File{{Path: "/install-plugin.sh", Link: "/usr/bin/cilium-agent"}, {Src: bin, Path: "/usr/bin/cilium-agent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeLink && !seen[h.Linkname] {
+			t.Errorf("%s links to %s before it is in the layer", h.Name, h.Linkname)
+		}
+		// containerd gives the shared inode the link entry's mode.
+		if h.Typeflag == tar.TypeLink && h.Mode != 0o755 {
+			t.Errorf("link %s has mode %o: its target would lose its execute bits", h.Name, h.Mode)
+		}
+		seen[h.Name] = true
+	}
+	if !seen["install-plugin.sh"] {
+		t.Error("no link in the layer")
 	}
 }

@@ -134,12 +134,9 @@ func (a *Agent) Start(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("reading ConfigMap %s: %w", ConfigMap, err)
 	}
 	s := SettingsFrom(cm.Data)
-	addr := a.APIServer
-	if s.ServiceHost != "" {
-		addr = net.JoinHostPort(s.ServiceHost, s.ServicePort)
-	}
-	if err := a.reachAPI(ctx, addr); err != nil {
-		return fmt.Errorf("unable to contact k8s api-server at %s: %w", addr, err)
+	addr, err := a.ready(ctx, s)
+	if err != nil {
+		return err
 	}
 	if err := a.install(s); err != nil {
 		return err
@@ -148,6 +145,19 @@ func (a *Agent) Start(ctx context.Context, pod *corev1.Pod) error {
 		a.Logf("cilium agent stand-in: API reached at %s; wrote %s", addr, s.ConfPath)
 	}
 	return nil
+}
+
+// ready is the agent's start: it reaches the API at the address
+// cilium-config names, else at APIServer, or fails as the agent does.
+func (a *Agent) ready(ctx context.Context, s Settings) (string, error) {
+	addr := a.APIServer
+	if s.ServiceHost != "" {
+		addr = net.JoinHostPort(s.ServiceHost, s.ServicePort)
+	}
+	if err := a.reachAPI(ctx, addr); err != nil {
+		return addr, fmt.Errorf("unable to contact k8s api-server at %s: %w", addr, err)
+	}
+	return addr, nil
 }
 
 // reachAPI asks the API server's /readyz (anonymous, as kubeadm allows).
@@ -180,10 +190,19 @@ func (a *Agent) reachAPI(ctx context.Context, addr string) error {
 }
 
 func (a *Agent) install(s Settings) error {
-	bin := filepath.Join(a.Root, cniconf.BinDir, "cilium-cni")
-	if err := writeFile(bin, plugin, 0o755); err != nil {
+	if err := installPlugin(a.Root); err != nil {
 		return err
 	}
+	return a.writeConf(s)
+}
+
+// installPlugin is the install-cni-binaries init container's work.
+func installPlugin(root string) error {
+	return writeFile(filepath.Join(root, cniconf.BinDir, "cilium-cni"), plugin, 0o755)
+}
+
+// writeConf writes Cilium's CNI configuration once the agent is ready.
+func (a *Agent) writeConf(s Settings) error {
 	conf := filepath.Join(a.Root, s.ConfPath)
 	if s.Exclusive {
 		// cni.exclusive: other networks' configurations are set aside, so
