@@ -115,11 +115,11 @@ func hostHierarchies(node string) ([]hierarchy, error) {
 		key := ""
 		if typ == "cgroup" {
 			var ctrls []string
+			// The super options are the controllers (or name=X) and
+			// the hierarchy's flags, which a node's mount does not take.
 			for _, o := range strings.Split(rf[2], ",") {
 				switch {
-				case o == "rw" || o == "ro" || strings.HasPrefix(o, "release_agent=") || o == "clone_children" || o == "noprefix" || o == "xattr":
-				case strings.HasPrefix(o, "name="):
-					ctrls = append(ctrls, o)
+				case o == "rw" || o == "ro" || o == "clone_children" || o == "noprefix" || o == "xattr" || strings.HasPrefix(o, "release_agent="):
 				default:
 					ctrls = append(ctrls, o)
 				}

@@ -136,3 +136,43 @@ func TestRealNodeInTheLab(t *testing.T) {
 	}
 	downLeavesNothing(t, l)
 }
+
+// Each hierarchy of this machine, as a real node mounts it: under the
+// calling process's own cgroup (never a hierarchy's root), with the
+// options that name its controllers and none of its flags.
+func TestHostHierarchies(t *testing.T) {
+	if _, err := os.Stat("/sys/fs/cgroup/systemd"); err != nil {
+		t.Skip("not a cgroup v1 (hybrid) machine: real nodes need one")
+	}
+	hs, err := hostHierarchies("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, h := range hs {
+		seen[h.Dir] = true
+		if !strings.HasPrefix(h.Host, "/sys/fs/cgroup/"+h.Dir+"/") || filepath.Base(h.Host) != "hl-x" {
+			t.Errorf("%s: node cgroup %s", h.Dir, h.Host)
+		}
+		for _, flag := range []string{"rw", "ro", "clone_children", "xattr"} {
+			if strings.Contains(","+h.Options+",", ","+flag+",") {
+				t.Errorf("%s: options %q keep the flag %s", h.Dir, h.Options, flag)
+			}
+		}
+		switch h.Dir {
+		case "systemd":
+			if h.Type != "cgroup" || h.Options != "none,name=systemd" {
+				t.Errorf("systemd hierarchy: %+v", h)
+			}
+		case "unified":
+			if h.Type != "cgroup2" || h.Options != "" {
+				t.Errorf("unified hierarchy: %+v", h)
+			}
+		}
+	}
+	for _, want := range []string{"systemd", "memory", "pids", "cpuset"} {
+		if !seen[want] {
+			t.Errorf("no %s hierarchy among %v", want, seen)
+		}
+	}
+}
