@@ -44,6 +44,9 @@ const (
 	LabDir = "HOMELAB_LAB_DIR"
 	// LabBoot marks the re-executed process that boots one lab node.
 	LabBoot = "HOMELAB_LAB_BOOT"
+	// LabBootStage marks a real lab node's boot once its PID 1 has joined
+	// its cgroups and entered its own cgroup namespace ("2").
+	LabBootStage = "HOMELAB_LAB_BOOT_STAGE"
 	// LabAptServe marks the re-executed process that serves the lab's apt
 	// repository in the gateway namespace ("ADDRESS DIR").
 	LabAptServe = "HOMELAB_LAB_APT_SERVE"

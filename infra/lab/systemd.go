@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // A node's System is what runs as its PID 1: the stand-in init over the
@@ -29,7 +31,7 @@ var systemdInit = []string{"/lib/systemd/systemd"}
 
 // envBootStage marks the second exec of a real node's boot: PID 1 has
 // joined its cgroups and entered its own cgroup namespace.
-const envBootStage = "HOMELAB_LAB_BOOT_STAGE"
+const envBootStage = envvars.LabBootStage
 
 // nodeCgroupPrefix names a node's cgroup in every hierarchy, under the
 // cgroup of the process that starts it (never at a hierarchy's root: the
