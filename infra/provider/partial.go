@@ -33,7 +33,7 @@ type partialFacts struct {
 }
 
 var partialScript = nodefacts.PresenceScript(append(nodefacts.Files(nodefacts.InitMarker, nodefacts.JoinMarker),
-	nodefacts.Trace{Path: nodefacts.EtcdMemberDir, Kind: nodefacts.Dir}, nodefacts.Trace{Path: nodefacts.RestoreAsideDir, Kind: nodefacts.Dir})...)
+	nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}, nodefacts.Trace{Path: nodefacts.RestoreAsideDir, Kind: nodefacts.Dir})...)
 
 func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
 	out, _, err := query(ctx, c, partialScript)
@@ -42,7 +42,7 @@ func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
 	}
 	f := nodefacts.ParsePresence(out)
 	return partialFacts{
-		etcdData:     f[nodefacts.EtcdMemberDir],
+		etcdData:     f[nodefacts.EtcdWALDir],
 		marked:       f[nodefacts.InitMarker] || f[nodefacts.JoinMarker],
 		restoreAside: f[nodefacts.RestoreAsideDir],
 	}, nil
@@ -155,7 +155,7 @@ func ownMember(ms []memberHealth, node, host string) (m memberHealth, found, onl
 // etcdDataLine is what etcdDataCheck prints when the node holds etcd data.
 const etcdDataLine = "etcd-data=yes"
 
-var etcdDataCheck = nodefacts.Trace{Path: nodefacts.EtcdMemberDir, Kind: nodefacts.Dir}.Test() + " && echo " + etcdDataLine + "; true"
+var etcdDataCheck = nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}.Test() + " && echo " + etcdDataLine + "; true"
 
 func joinResetRisk(node string) string {
 	return "may reset control-plane node " + node + ", which kubeadm left half set up and which holds etcd data: its etcd member is removed " +

@@ -54,9 +54,9 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 		name    string
 		present []string
 	}{
-		{"admin.conf deleted", []string{nodefacts.InitMarker, nodefacts.EtcdMemberDir}},
-		{"manifests moved aside", []string{nodefacts.InitMarker, nodefacts.EtcdMemberDir}},
-		{"an interrupted restore", []string{nodefacts.InitMarker, nodefacts.EtcdMemberDir, nodefacts.RestoreAsideDir}},
+		{"admin.conf deleted", []string{nodefacts.InitMarker, nodefacts.EtcdWALDir}},
+		{"manifests moved aside", []string{nodefacts.InitMarker, nodefacts.EtcdWALDir}},
+		{"an interrupted restore", []string{nodefacts.InitMarker, nodefacts.EtcdWALDir, nodefacts.RestoreAsideDir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvAllowDestroy, "")
@@ -102,7 +102,7 @@ func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 	for _, allow := range []string{"", "cp-1"} {
 		t.Run("allow="+allow, func(t *testing.T) {
 			t.Setenv(EnvAllowDestroy, allow)
-			lab, n := partialBootstrap(t, nodefacts.EtcdMemberDir)
+			lab, n := partialBootstrap(t, nodefacts.EtcdWALDir)
 			n.on("kubeadm reset", asidePrefix+nodefacts.EtcdAsideDir+"/20260101T000000Z/member\n", 0)
 			n.on(runsDir+"/"+initRun, "started\n", 0)
 			n.on(`if [ -f "$d/rc" ]`, "rc=0\n", 0)
@@ -152,8 +152,11 @@ func TestInitReadSaysWhatTheBootstrapWouldDo(t *testing.T) {
 		present      []string
 		risk, repair bool
 	}{
-		{[]string{nodefacts.EtcdMemberDir}, true, false},
-		{[]string{nodefacts.InitMarker, nodefacts.EtcdMemberDir}, false, true},
+		{[]string{nodefacts.EtcdWALDir}, true, false},
+		{[]string{nodefacts.InitMarker, nodefacts.EtcdWALDir}, false, true},
+		// An init killed before etcd first ran left an empty member
+		// directory: no data, nothing to protect.
+		{[]string{nodefacts.EtcdMemberDir}, false, false},
 		{[]string{nodefacts.InitMarker}, false, false},
 	} {
 		lab, _ := partialBootstrap(t, tc.present...)

@@ -42,6 +42,10 @@ const (
 	// EtcdMemberDir exists once a member has started: data that an init
 	// must never write over.
 	EtcdMemberDir = EtcdDataDir + "/member"
+	// EtcdWALDir is the member's write-ahead log, which etcd makes on its
+	// first start: a member directory without it holds no data (an init
+	// killed before etcd ran), one with it may hold the cluster's.
+	EtcdWALDir = EtcdMemberDir + "/wal"
 	// EtcdAsideDir keeps, one timestamped directory per reset, the etcd
 	// data a reset took off a node: kubeadm's reset deletes the data
 	// directory, and nothing of etcd's is deleted without a trace.
