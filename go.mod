@@ -8,6 +8,7 @@ require (
 	github.com/bramvdbogaerde/go-scp v1.6.1
 	github.com/coreos/go-systemd/v22 v22.5.0
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/renameio/v2 v2.0.2
 	github.com/hashicorp/go-multierror v1.1.1
 	github.com/prometheus/procfs v0.15.1
 	github.com/pulumi/pulumi-go-provider v1.4.0

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -79,28 +80,15 @@ func ReadMetadata(snapshotPath string) (*Metadata, error) {
 // directory, synced before the rename, so a reader finds the old file or
 // the whole new one.
 func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.part")
+	f, err := renameio.NewPendingFile(path, renameio.WithStaticPermissions(mode))
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
+	defer f.Cleanup()
 	if _, err := f.Write(data); err != nil {
-		f.Close()
 		return err
 	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return f.CloseAtomicallyReplace()
 }
 
 // writeSidecars writes FILE.json and FILE.sha256.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -117,27 +118,7 @@ func Replace(file string, hosts []string, key gossh.PublicKey) error {
 		}
 	}
 	kept = append(kept, knownhosts.Line(hosts, key))
-	f, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(strings.Join(kept, "\n") + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), file)
+	return renameio.WriteFile(file, []byte(strings.Join(kept, "\n")+"\n"), 0o600, renameio.WithStaticPermissions(mode))
 }
 
 // Hosts are the known_hosts names of a node reached at address:port.
