@@ -34,8 +34,7 @@ func (l *Lab) spec(s *State, n *NodeState) bootSpec {
 			// A fresh install's /root, not the machine's (its keys and caches).
 			lower = []string{filepath.Join(l.baseDir(), "root")}
 		}
-		target := "/" + d
-		sp.Overlays = append(sp.Overlays, overlay{Target: target, Lower: lower, Upper: l.upperDir(n.Name, d), Work: l.workDir(n.Name, d)})
+		sp.Overlays = append(sp.Overlays, overlay{Target: "/" + d, Lower: lower, Upper: l.upperDir(n.Name, d), Work: l.workDir(n.Name, d)})
 	}
 	if real {
 		sp.Systemd, sp.Init, sp.Hide = true, systemdInit, nil

@@ -53,7 +53,7 @@ func TestRealNodeInTheLab(t *testing.T) {
 	if got := run("cat /proc/1/comm"); got != "systemd" {
 		t.Errorf("gpu-4's PID 1 is %q", got)
 	}
-	if got := run("systemctl is-active ssh containerd " + "homelab-lab-images"); got != "active\nactive\nactive" {
+	if got := run("systemctl is-active ssh containerd homelab-lab-images"); got != "active\nactive\nactive" {
 		t.Errorf("units: %q", got)
 	}
 	if got := run("ctr --namespace k8s.io images ls --quiet"); !strings.Contains(got, "registry.k8s.io/pause:") {
