@@ -98,7 +98,7 @@ func TestREADMEPulumiPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	c := &cli{t: t}
-	l := labtest.Up(t, ctx, "pulumicli", func() { t.Logf("output (tail):\n%s", tail(c.outputs.String(), 80)) })
+	l := labtest.Up(t, ctx, "pulumicli", func() { t.Logf("output (tail):\n%s", labtest.EngineTail(c.outputs.String(), 80)) })
 	work := t.TempDir()
 	c.repo = filepath.Join(work, "homelab")
 	copyCheckout(t, tools.RepoRoot(), c.repo)

@@ -44,7 +44,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	defer cancel()
 	engine := &lab.SyncBuffer{}
 	start := time.Now()
-	l := labtest.Up(t, ctx, "adopt", func() { t.Logf("engine output (tail):\n%s", tailLines(engine.String(), 80)) })
+	l := labtest.Up(t, ctx, "adopt", func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(engine.String(), 80)) })
 	work, invPath := l.Work, l.InventoryPath
 	stateDir, cmdLog := filepath.Join(work, "state"), filepath.Join(work, "commands.log")
 	inv, _, err := inventory.Load(invPath)

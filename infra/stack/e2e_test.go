@@ -44,7 +44,7 @@ func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := &e2e{t: t, log: &bytes.Buffer{}}
-	e.lab = labtest.UpSystemd(t, ctx, "stack", base, systemd, func() { t.Logf("engine output (tail):\n%s", tail(e.log.String(), 80)) })
+	e.lab = labtest.UpSystemd(t, ctx, "stack", base, systemd, func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(e.log.String(), 80)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
 	t.Setenv(ssh.CommandLogEnv, e.cmdLog)

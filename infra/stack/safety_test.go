@@ -44,7 +44,7 @@ func TestSafeEditsInTheLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	e := &e2e{t: t, log: &bytes.Buffer{}}
-	e.lab = labtest.UpWith(t, ctx, "safe", safeInventory, func() { t.Logf("engine output (tail):\n%s", tail(e.log.String(), 100)) })
+	e.lab = labtest.UpWith(t, ctx, "safe", safeInventory, func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(e.log.String(), 100)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
 	t.Setenv(ssh.CommandLogEnv, e.cmdLog)

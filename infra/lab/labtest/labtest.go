@@ -248,3 +248,66 @@ func (l *Lab) AcceptHostKey(ctx context.Context, node string) error {
 	_, err = hostkeys.Accept(ctx, dial, l.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint(console[1]))
 	return err
 }
+
+// EngineTail is what a failed lab test logs of the Pulumi engine's output:
+// its last n lines, then every resource's block from the last Diagnostics
+// section that holds an error, in full. CI shows a failure's head and tail
+// only, and a long diagnostics section once cut exactly the errors a
+// one-off failure needed (2 errored, neither named).
+func EngineTail(out string, n int) string {
+	lines := strings.Split(out, "\n")
+	tailed := lines
+	if len(tailed) > n {
+		tailed = tailed[len(tailed)-n:]
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(tailed, "\n"))
+	if errs := failedBlocks(lines); len(errs) > 0 {
+		b.WriteString("\nresources that failed:\n")
+		b.WriteString(strings.Join(errs, "\n"))
+	}
+	return b.String()
+}
+
+// failedBlocks are the blocks of the last Diagnostics section with an
+// error in them; a block is a resource's heading and its indented lines.
+func failedBlocks(lines []string) []string {
+	start := -1
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "Diagnostics:" {
+			start = i + 1
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	var blocks []string
+	var cur []string
+	headIndent := -1
+	flush := func() {
+		block := strings.Join(cur, "\n")
+		if len(cur) > 1 && strings.Contains(block, "error:") {
+			blocks = append(blocks, block)
+		}
+		cur = nil
+	}
+	for _, l := range lines[start:] {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if headIndent < 0 {
+			headIndent = indent(l)
+		}
+		switch {
+		case indent(l) < headIndent:
+			flush()
+			return blocks
+		case indent(l) == headIndent:
+			flush()
+		}
+		cur = append(cur, l)
+	}
+	flush()
+	return blocks
+}
