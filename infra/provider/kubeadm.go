@@ -593,8 +593,10 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	cfg := quote(in.ConfigPath)
 	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
 		"; [ $rc -eq 0 ] && touch " + nodefacts.JoinMarker + "; exit $rc"
-	_, err = runDetached(ctx, c, node, joinRun, "kubeadm join", cmd)
-	return err
+	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", cmd); err != nil {
+		return err
+	}
+	return awaitJoinedNetwork(ctx, cl, clNode, node)
 }
 
 // settleDetached waits for (or collects) a detached run of name left by an

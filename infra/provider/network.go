@@ -170,6 +170,66 @@ func waitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	}
 }
 
+// joinedNodeReady is the Ready condition of a node, as "STATUS REASON:
+// MESSAGE" ("" when there is no Node of that name yet).
+func joinedNodeReady(node string) string {
+	return kubectl + " get node " + quote(node) + ` --ignore-not-found -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.reason}: {.message}{end}'`
+}
+
+// awaitJoinedNetwork waits, after node joined a cluster whose pod network
+// runs already (a replaced machine re-joined, a node added, a restore's
+// re-join), until the Node is Ready: its Cilium agent has to start and
+// write the CNI configuration first, and until then the kubelet reports
+// NetworkPluginNotReady. Without this wait the up's verify failed a
+// rebuild that was seconds from done. On a fresh build the network is
+// installed after every join, and Dataplane waits for every node then;
+// with cni: none there is no agent of ours to wait for. cl is a
+// control-plane node whose admin.conf the API answers to.
+func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node string) error {
+	out, code, err := query(ctx, cl, kubectl+" -n "+cilium.Namespace+" get daemonset "+cilium.AgentDaemonSet+" --ignore-not-found -o name")
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("%s: reading the %s/%s DaemonSet failed (exit %d)", clNode, cilium.Namespace, cilium.AgentDaemonSet, code)
+	}
+	if strings.TrimSpace(out) == "" {
+		return nil
+	}
+	pr := probesOf(ctx)
+	deadline := time.Now().Add(pr.network)
+	log := p.GetLogger(ctx)
+	last := ""
+	for {
+		out, code, err := query(ctx, cl, joinedNodeReady(node))
+		cond := strings.TrimSpace(out)
+		switch {
+		case err != nil:
+			cond = err.Error()
+		case code != 0:
+			cond = fmt.Sprintf("reading Node %s failed (exit %d)", node, code)
+		case strings.HasPrefix(cond, "True "):
+			log.Infof("%s: Ready, its pod network up", node)
+			return nil
+		case cond == "":
+			cond = "no Node " + node + " registered yet"
+		}
+		if cond != last {
+			log.Infof("%s joined; waiting for its pod network: %s", node, cond)
+			last = cond
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s joined, but its Node is not Ready after %s (%s): its Cilium agent (kubectl -n %s get pods -l %s -o wide) has not set up its pod network",
+				node, pr.network, cond, cilium.Namespace, cilium.AgentLabel)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pr.poll):
+		}
+	}
+}
+
 // restartAgents deletes the Cilium agent pods on nodes: their DaemonSet
 // starts new ones, which write the CNI configuration again.
 func restartAgents(ctx context.Context, c ssh.Executor, in DataplaneArgs, nodes []string) error {

@@ -29,6 +29,10 @@ type probes struct {
 	// poll is the pause between two rounds; timeout how long a node may
 	// take to be healthy after a change.
 	poll, timeout time.Duration
+	// network is how long a node new to a running cluster may take to
+	// have its pod network (its Cilium agent pulled, started and
+	// writing the CNI configuration), as Dataplane allows on a build.
+	network time.Duration
 	// reloadGrace is how long a component may take to reload a
 	// certificate file by itself before it is restarted: the apiserver
 	// watches its files and re-reads them at least once a minute.
@@ -47,6 +51,7 @@ var realProbes = probes{
 	healthz:     componentHealthz,
 	poll:        2 * time.Second,
 	timeout:     4 * time.Minute,
+	network:     5 * time.Minute,
 	reloadGrace: 75 * time.Second,
 }
 

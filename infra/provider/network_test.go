@@ -1,0 +1,116 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// A node that joined a cluster whose pod network runs is waited for until
+// its Node is Ready: the up's verify failed a rebuilt control-plane node
+// with NetworkPluginNotReady seconds before its Cilium agent was up. A
+// cluster without our agents (a fresh build, before Dataplane; cni: none)
+// is not waited on, and a node that never gets its network fails the
+// step naming the node and its condition.
+func TestAJoinedNodeIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		agents   bool
+		readyAt  int // the poll from which the Node is Ready; 0 never
+		wantErr  []string
+		minPolls int
+	}{
+		{name: "network up after a few polls", agents: true, readyAt: 4, minPolls: 4},
+		{name: "no pod network of ours", agents: false, readyAt: 0, minPolls: 0},
+		{name: "never Ready", agents: true, readyAt: 0,
+			wantErr: []string{"bravo joined", "not Ready", "NetworkPluginNotReady", "k8s-app=cilium"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lab := newFakeLab(t)
+			cp := lab.node("cp-1")
+			ds := ""
+			if tc.agents {
+				ds = "daemonset.apps/cilium\n"
+			}
+			cp.on("get daemonset cilium --ignore-not-found", ds, 0)
+			polls := 0
+			cp.onFunc(joinedNodeReady("bravo"), func(string) (ssh.Result, error) {
+				polls++
+				switch {
+				case polls == 1:
+					return ssh.Result{}, nil
+				case tc.readyAt > 0 && polls >= tc.readyAt:
+					return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
+				}
+				return ssh.Result{Stdout: []byte("False KubeletNotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")}, nil
+			})
+			ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, network: 200 * time.Millisecond})
+			c, err := lab.dial(ctx, lab.conn("cp-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = awaitJoinedNetwork(ctx, c, "cp-1", "bravo")
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Fatalf("wait: %v", err)
+			case tc.wantErr != nil && err == nil:
+				t.Fatalf("a node never Ready passed after %d polls", polls)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q: %v", w, err)
+				}
+			}
+			if tc.wantErr == nil && polls < tc.minPolls || !tc.agents && polls != 0 {
+				t.Errorf("polled the Node %d times, want at least %d (agents: %v)", polls, tc.minPolls, tc.agents)
+			}
+			if got := cp.mutations(); len(got) != 0 {
+				t.Errorf("waiting changed the cluster: %v", got)
+			}
+		})
+	}
+}
+
+// The join step itself waits: a blank worker joining a cluster whose
+// Cilium agents run ends only once its Node is Ready, after kubeadm join.
+func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
+	lab := newFakeLab(t)
+	cp, w := lab.node("cp-1"), lab.node("gpu-1")
+	in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml",
+		Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
+	w.on(in.memberCheck(), nodefacts.StateNone+"\n", 0)
+	w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
+	w.on("setsid sh -c", "started\n", 0)
+	joined := false
+	w.onFunc(`if [ -f "$d/rc" ]`, func(string) (ssh.Result, error) {
+		joined = true
+		return ssh.Result{Stdout: []byte("rc=0\nThis node has joined the cluster\n")}, nil
+	})
+	w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
+	cp.on("get --raw=/readyz", "", 0)
+	cp.on(`get node 'gpu-1' --ignore-not-found -o jsonpath='{.metadata.name}`, "", 0)
+	cp.on("create -f -", "", 0)
+	cp.on("delete secret bootstrap-token-abcdef", "", 0)
+	cp.on("get daemonset cilium --ignore-not-found", "daemonset.apps/cilium\n", 0)
+	polls := 0
+	cp.onFunc(joinedNodeReady("gpu-1"), func(string) (ssh.Result, error) {
+		if !joined {
+			t.Error("the Node was waited for before kubeadm join ended")
+		}
+		if polls++; polls < 3 {
+			return ssh.Result{Stdout: []byte("False KubeletNotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady")}, nil
+		}
+		return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
+	})
+	ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, network: time.Second})
+	if err := runJoin(ctx, in); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	if polls != 3 {
+		t.Errorf("the join ended after %d reads of the Node's Ready condition, want 3 (Ready on the third)", polls)
+	}
+}
