@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/homelab-dev/homelab/infra/adopt"
+	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -26,7 +27,7 @@ func init() {
 func newAdoptCommand() *cobra.Command {
 	var f stackFlags
 	var from string
-	var yes, force bool
+	var yes, force, breakLock bool
 	cmd := &cobra.Command{
 		Use:   "adopt -f FILE [--from NODE] [--yes]",
 		Short: "Take over a cluster kubeadm already built: its PKI into the secrets bundle, a comparison with the inventory, the first preview as the plan",
@@ -99,13 +100,15 @@ func newAdoptCommand() *cobra.Command {
 					return fmt.Errorf("not confirmed: nothing written")
 				}
 			}
-			if writeBundle {
-				if _, err := stack.WriteBundle(path, a.Bundle); err != nil {
-					return err
+			if err := withClusterLock(ctx, cmd, inv, clusterlock.Options{Break: breakLock}, func() error {
+				if writeBundle {
+					if _, err := stack.WriteBundle(path, a.Bundle); err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "wrote %s (0600): back it up, it is the cluster's root of trust\n", path)
 				}
-				fmt.Fprintf(out, "wrote %s (0600): back it up, it is the cluster's root of trust\n", path)
-			}
-			if err := a.Mark(ctx, out); err != nil {
+				return a.Mark(ctx, out)
+			}); err != nil {
 				return err
 			}
 			a.Close()
@@ -131,6 +134,7 @@ func newAdoptCommand() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "control-plane node to read the PKI, admin.conf and etcd through (default: the first that has the CA key)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "write the bundle and the markers without asking")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing secrets bundle that holds another cluster's CAs")
+	addBreakLockFlag(cmd, &breakLock)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -131,7 +132,7 @@ func orNone(s string) string {
 func newEtcdRestoreCommand() *cobra.Command {
 	var f stackFlags
 	var o etcdbackup.RestoreOptions
-	var skipUp bool
+	var skipUp, breakLock bool
 	cmd := &cobra.Command{
 		Use:   "restore -f FILE --from SNAPSHOT | --from-data NODE [--node NODE] [--force]",
 		Short: "Bring back a cluster that lost etcd's quorum: restore a snapshot (or a surviving member's db) as a new etcd cluster, re-add the other control-plane nodes, up, verify",
@@ -152,30 +153,32 @@ func newEtcdRestoreCommand() *cobra.Command {
 			}
 			ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer cancel()
-			rep, err := etcdbackup.Restore(ctx, t, o)
-			if rep != nil && rep.NewClusterID != "" {
-				writeRestoreReport(cmd.OutOrStdout(), rep)
-			}
-			if err != nil {
-				return err
-			}
-			if skipUp {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nnext: homelab up -f %s (joins %s and verifies)\n", f.inventory, orNone(strings.Join(rep.Rejoin, ", ")))
+			return withClusterLock(ctx, cmd, t.Inventory, clusterlock.Options{Break: breakLock, Reachable: true}, func() error {
+				rep, err := etcdbackup.Restore(ctx, t, o)
+				if rep != nil && rep.NewClusterID != "" {
+					writeRestoreReport(cmd.OutOrStdout(), rep)
+				}
+				if err != nil {
+					return err
+				}
+				if skipUp {
+					fmt.Fprintf(cmd.OutOrStdout(), "\nnext: homelab up -f %s (joins %s and verifies)\n", f.inventory, orNone(strings.Join(rep.Rejoin, ", ")))
+					warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
+					return nil
+				}
+				s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
+				if err != nil {
+					return err
+				}
+				start := time.Now()
+				res, err := s.Up(ctx, true)
+				if err != nil {
+					return fmt.Errorf("the restored cluster runs; the up after it failed (run homelab up -f %s again): %w", f.inventory, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nup after the restore took %s: %v\n", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
 				warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
-				return nil
-			}
-			s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			res, err := s.Up(ctx, true)
-			if err != nil {
-				return fmt.Errorf("the restored cluster runs; the up after it failed (run homelab up -f %s again): %w", f.inventory, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nup after the restore took %s: %v\n", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
-			warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
-			return verifyAndReport(ctx, cmd, s, res.Outputs)
+				return verifyAndReport(ctx, cmd, s, res.Outputs)
+			})
 		},
 	}
 	f.add(cmd)
@@ -184,6 +187,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.Node, "node", "", "control-plane node the restored cluster starts on (default: the most up-to-date reachable one)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "restore though a quorum of etcd's members is healthy (their newer data is lost)")
 	cmd.Flags().BoolVar(&skipUp, "skip-up", false, "stop after the restore and the re-added members; run up yourself")
+	addBreakLockFlag(cmd, &breakLock)
 	return cmd
 }
 
@@ -202,6 +206,7 @@ func writeRestoreReport(w io.Writer, r *etcdbackup.RestoreReport) {
 
 func newEtcdRejoinCommand() *cobra.Command {
 	var f stackFlags
+	var breakLock bool
 	cmd := &cobra.Command{
 		Use:   "rejoin -f FILE NODE",
 		Short: "Make a control-plane node that was off during a restore a fresh member of the restored etcd cluster",
@@ -217,7 +222,9 @@ func newEtcdRejoinCommand() *cobra.Command {
 			ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer cancel()
 			start := time.Now()
-			if err := etcdbackup.Rejoin(ctx, t, args[0]); err != nil {
+			if err := withClusterLock(ctx, cmd, t.Inventory, clusterlock.Options{Break: breakLock}, func() error {
+				return etcdbackup.Rejoin(ctx, t, args[0])
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is a member of the running etcd cluster (took %s)\n", args[0], time.Since(start).Round(time.Millisecond))
@@ -225,6 +232,7 @@ func newEtcdRejoinCommand() *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	addBreakLockFlag(cmd, &breakLock)
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -137,7 +138,7 @@ func checkRenewNodes(inv *inventory.Inventory, nodes []string) error {
 }
 
 func newUpCommand() *cobra.Command {
-	var refresh, skipVerify bool
+	var refresh, skipVerify, breakLock bool
 	var allow, renew, without []string
 	cmd := stackCommand("up -f FILE", "Converge the nodes to the inventory (the same program as `pulumi up`), then verify the cluster", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		if err := checkRenewNodes(s.Inv, renew); err != nil {
@@ -147,7 +148,11 @@ func newUpCommand() *cobra.Command {
 			return err
 		}
 		start := time.Now()
-		res, err := s.UpFor(ctx, refresh, stack.Run{AllowDestroy: allow, RenewCertificates: renew, UpgradeWithout: without})
+		var res auto.UpResult
+		err := withClusterLock(ctx, cmd, s.Inv, clusterlock.Options{Break: breakLock}, func() (err error) {
+			res, err = s.UpFor(ctx, refresh, stack.Run{AllowDestroy: allow, RenewCertificates: renew, UpgradeWithout: without})
+			return err
+		})
 		if refusals := stack.Refusals(err); len(refusals) > 0 {
 			fmt.Fprintln(cmd.ErrOrStderr(), "\nrefused: destructive steps, each needing your consent for its node (nothing else was held back):")
 			for _, r := range refusals {
@@ -168,6 +173,7 @@ func newUpCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&allow, "allow-destroy", nil, "NODE[,NODE]: consent, for this up only, to the destructive steps on these nodes that the plan needs (a reset, an etcd member removed, key files deleted, an unreachable node forgotten); preview lists them")
 	addRenewFlag(cmd, &renew)
 	addUpgradeWithoutFlag(cmd, &without)
+	addBreakLockFlag(cmd, &breakLock)
 	cmd.Annotations = map[string]string{needsFiles: "true"}
 	return cmd
 }
@@ -312,15 +318,18 @@ func newRefreshCommand() *cobra.Command {
 }
 
 func newDestroyCommand() *cobra.Command {
-	var yes bool
+	var yes, breakLock bool
 	cmd := stackCommand("destroy -f FILE", "Reset every node (kubeadm reset, files removed) so a later up starts clean", func(ctx context.Context, cmd *cobra.Command, s *stack.Stack) error {
 		if err := confirmDestroy(cmd, s.Inv, yes); err != nil {
 			return err
 		}
-		_, err := s.Destroy(ctx) // the confirmation is the consent for every node
-		return err
+		return withClusterLock(ctx, cmd, s.Inv, clusterlock.Options{Break: breakLock}, func() error {
+			_, err := s.Destroy(ctx) // the confirmation is the consent for every node
+			return err
+		})
 	})
 	cmd.Flags().BoolVar(&yes, "yes", false, "do not ask: every node is reset, etcd's data and the cluster's objects are gone")
+	addBreakLockFlag(cmd, &breakLock)
 	return cmd
 }
 

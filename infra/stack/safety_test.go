@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,6 +180,19 @@ func TestSafeEditsInTheLab(t *testing.T) {
 			up.Process.Kill()
 			up.Wait()
 			t.Fatalf("charlie's join never started:\n%s", tail(out.String(), 60))
+		}
+		// A second operator's up, from another state directory, while the
+		// first runs: refused before it touches anything, naming the first.
+		bundles, _ := filepath.Glob(filepath.Join(e.stateDir, "*", "secrets.yaml"))
+		if len(bundles) != 1 {
+			t.Fatalf("secrets bundles in the state directory: %v", bundles)
+		}
+		second, err := exec.CommandContext(ctx, bin, "up", "-f", e.invPath, "--state-dir", filepath.Join(e.work, "other-state"),
+			"--secrets", bundles[0], "--skip-verify").CombinedOutput()
+		if err == nil || !strings.Contains(string(second), "locked by another run") ||
+			!strings.Contains(string(second), fmt.Sprintf("pid %d", up.Process.Pid)) || !strings.Contains(string(second), e.stateDir) ||
+			strings.Contains(string(second), "Previewing") || strings.Contains(string(second), "Updating") {
+			t.Errorf("a second up while the first runs: %v\n%s", err, tail(string(second), 20))
 		}
 		up.Process.Signal(syscall.SIGINT)
 		time.Sleep(time.Second)

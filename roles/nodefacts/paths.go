@@ -50,6 +50,9 @@ const (
 	// data a reset took off a node: kubeadm's reset deletes the data
 	// directory, and nothing of etcd's is deleted without a trace.
 	EtcdAsideDir = "/var/lib/homelab/etcd-aside"
+	// ClusterLockDir is the lock a run that changes the cluster holds on
+	// a majority of the control-plane nodes (infra/clusterlock).
+	ClusterLockDir = "/var/lib/homelab/cluster.lock"
 	// RestoreAsideDir holds the control plane's static pod manifests
 	// while `homelab etcd restore` runs; an interrupted restore leaves
 	// them there.

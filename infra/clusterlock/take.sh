@@ -1,0 +1,31 @@
+# take.sh DIR ID MODE: takes the cluster lock DIR on this node for the
+# run ID, its holder record (JSON) on stdin. mkdir is the atomic step: of
+# two runs racing, one makes DIR. MODE "break" replaces another run's
+# lock. Prints "taken", "ours" (this run holds it already), "broken" or
+# "held", the last two followed by the holder record found.
+set -eu
+d=$1 id=$2 mode=$3
+umask 077
+mkdir -p "${d%/*}"
+if mkdir "$d" 2>/dev/null; then
+	cat > "$d/holder.json"
+	echo taken
+	exit 0
+fi
+held=$(cat "$d/holder.json" 2>/dev/null || true)
+case $held in
+*"\"id\":\"$id\""*)
+	echo ours
+	exit 0
+	;;
+esac
+if [ "$mode" = break ]; then
+	rm -rf "$d"
+	mkdir "$d"
+	cat > "$d/holder.json"
+	echo broken
+	printf '%s\n' "$held"
+	exit 0
+fi
+echo held
+printf '%s\n' "$held"
