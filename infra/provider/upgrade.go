@@ -544,7 +544,32 @@ func (u *upgrader) snapshot(ctx context.Context, ex ssh.Executor, node string) e
 		return fmt.Errorf("keeping the etcd snapshot: %w", err)
 	}
 	p.GetLogger(ctx).Infof("%s: etcd snapshot before the upgrade kept at %s (%d bytes); `homelab etcd restore --from` takes it back", node, path, len(data))
+	out, err := must(ctx, ex, node, "pruning the snapshots of earlier upgrades", pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots))
+	if err != nil {
+		return err
+	}
+	if gone := strings.Fields(out); len(gone) > 0 {
+		p.GetLogger(ctx).Infof("%s: removed the snapshots of older upgrades (the newest %d are kept): %s", node, keptUpgradeSnapshots, strings.Join(gone, ", "))
+	}
 	return nil
+}
+
+// keptUpgradeSnapshots is how many pre-upgrade snapshots a node keeps.
+// Each holds the whole keyspace, and one is taken per upgrade: without a
+// limit they filled the disk etcd itself lives on, one minor at a time.
+// The newest is the way back from the last upgrade; two more cover one
+// that went wrong and was retried.
+const keptUpgradeSnapshots = 3
+
+// pruneUpgradeSnapshots removes all but the newest keep pre-upgrade
+// snapshots in dir (by modification time: the target version leads the
+// name), printing the names removed. The scheduled snapshots, named
+// otherwise, have their own retention.
+func pruneUpgradeSnapshots(dir string, keep int) string {
+	return fmt.Sprintf(`cd %s 2>/dev/null || exit 0
+ls -1t before-upgrade-*.db 2>/dev/null | tail -n +%d | while IFS= read -r f; do
+	rm -f -- "$f" && echo "$f"
+done`, quote(dir), keep+1)
 }
 
 // install puts the packages at the target's version, held, from the

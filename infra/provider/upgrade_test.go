@@ -1,8 +1,13 @@
 package provider
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
@@ -269,5 +274,44 @@ func TestUpgradePlanText(t *testing.T) {
 	// Nothing joined yet (the state of a first build): no plan to show.
 	if got := planText(in, map[string]NodeVersions{}, nil, "", nil); !strings.HasPrefix(got, UpgradeSays) || strings.Contains(got, "in this order") {
 		t.Errorf("nothing read yet: %q", got)
+	}
+}
+
+// Pre-upgrade snapshots are kept, the newest keptUpgradeSnapshots of
+// them, and nothing else in the directory is touched: the script runs in
+// a real sh over real files.
+func TestUpgradeSnapshotsAreRotated(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"before-upgrade-v1.33.1-20260101T000000Z.db", "before-upgrade-v1.34.4-20260301T000000Z.db",
+		"before-upgrade-v1.35.0-20260501T000000Z.db", "before-upgrade-v1.35.4-20260701T000000Z.db", "before-upgrade-v1.36.0-20260901T000000Z.db"}
+	base := time.Now().Add(-time.Hour)
+	for i, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte("db"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mt := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, other := range []string{"snapshot-20260901T000000Z.db", "snapshot-20260901T000000Z.db.sha256"} {
+		if err := os.WriteFile(filepath.Join(dir, other), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(dir, keptUpgradeSnapshots)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := strings.Fields(string(out)); !slices.Equal(got, []string{names[1], names[0]}) {
+		t.Errorf("removed %v, want the two oldest", got)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) != 5 {
+		t.Errorf("left %v: want 3 pre-upgrade and the 2 scheduled files", left)
+	}
+	if out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(filepath.Join(dir, "absent"), 3)).CombinedOutput(); err != nil || len(out) != 0 {
+		t.Errorf("no snapshot directory: %v %q", err, out)
 	}
 }
