@@ -25,8 +25,10 @@ const (
 	// restore runs: the kubelet stops the pods, and nothing of the lost
 	// cluster starts again on its own.
 	AsideDir = nodefacts.RestoreAsideDir
-	// BeforeRestoreDir keeps the etcd data a restore replaced on a node
-	// (the latest restore's only): nothing is deleted without a trace.
+	// BeforeRestoreDir keeps the etcd data each restore replaced on a
+	// node, one timestamped directory per restore: nothing is deleted
+	// without a trace, and a second restore (a --force after a first that
+	// went wrong) never takes the first one's.
 	BeforeRestoreDir = "/var/lib/homelab/etcd-before-restore"
 	adminConf        = nodefacts.AdminConf
 	upload           = "/var/lib/homelab/etcd-restore.tgz"
@@ -502,16 +504,16 @@ func (t Target) startRestored(ctx context.Context, s *nodeState, tarball []byte,
 	}
 	d := quote(s.flags["data-dir"])
 	script := `set -e
-d=` + d + `; b=` + BeforeRestoreDir + `
-rm -rf "$b"; mkdir -p "$b"
-if [ -d "$d/member" ]; then mv "$d/member" "$b/"; fi
+` + moveAsideScript(s.flags["data-dir"]) + `
+d=` + d + `
 mkdir -p "$d"; chmod 700 "$d"
 tar xzf ` + upload + ` -C "$d"
 rm -f ` + upload
-	if _, err := mustRun(ctx, s, "putting the restored data in place", script); err != nil {
+	out, err := mustRun(ctx, s, "putting the restored data in place", script)
+	if err != nil {
 		return err
 	}
-	t.logf("%s: restored data in %s (the old data kept in %s)", s.Name, s.flags["data-dir"], BeforeRestoreDir)
+	t.logf("%s: restored data in %s%s", s.Name, s.flags["data-dir"], keptAt(out))
 	if err := putBack(ctx, s, "etcd"); err != nil {
 		return err
 	}
@@ -568,17 +570,42 @@ func (t Target) waitAPI(ctx context.Context, s *nodeState) error {
 	})
 }
 
+// keptPrefix starts the line moveAsideScript prints with where the data
+// went.
+const keptPrefix = "kept-at="
+
+// moveAsideScript moves the member directory under dataDir, if any, to a
+// new directory of its own under BeforeRestoreDir and prints where.
+func moveAsideScript(dataDir string) string {
+	return `if [ -d ` + quote(dataDir+"/member") + ` ]; then
+  mkdir -p ` + BeforeRestoreDir + `; chmod 700 ` + BeforeRestoreDir + `
+  b=$(mktemp -d ` + BeforeRestoreDir + `/$(date -u +%Y%m%dT%H%M%SZ)-XXXX)
+  mv ` + quote(dataDir+"/member") + ` "$b/"
+  echo "` + keptPrefix + `$b/member"
+fi`
+}
+
+// keptAt says where moveAsideScript's output put the old data.
+func keptAt(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if dir, ok := strings.CutPrefix(strings.TrimSpace(l), keptPrefix); ok {
+			return " (the old data kept in " + dir + ")"
+		}
+	}
+	return " (there was no old data)"
+}
+
 // readd makes a set-up control-plane node a fresh member of the restored
 // cluster, as kubeadm's join does: its old data moved aside, the member
 // added as a learner, its manifest listing the members with
 // --initial-cluster-state=existing, and promoted once it caught up; then
 // the rest of its control plane back.
 func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) error {
-	d := quote(s.flags["data-dir"])
-	if _, err := mustRun(ctx, s, "moving its old etcd data aside",
-		`set -e; b=`+BeforeRestoreDir+`; rm -rf "$b"; mkdir -p "$b"; if [ -d `+d+`/member ]; then mv `+d+`/member "$b/"; fi`); err != nil {
+	out, err := mustRun(ctx, s, "moving its old etcd data aside", "set -e\n"+moveAsideScript(s.flags["data-dir"]))
+	if err != nil {
 		return err
 	}
+	t.logf("%s: old etcd data%s", s.Name, keptAt(out))
 	if err := s.c.Note("etcd member add --learner " + s.peerURL()); err != nil {
 		return err
 	}
