@@ -34,13 +34,18 @@ type batcher[V any] struct {
 
 // batch is one command's worth of reads and, once done, its outcome,
 // shared by every read in it: a node that breaks the command breaks them
-// all, as it would have broken each.
+// all, as it would have broken each. A read that is cancelled breaks only
+// itself: the command runs under ctx, cancelled once every read in the
+// batch is (the first read's cancellation once failed all the others).
 type batch[V any] struct {
-	keys []string
-	full chan struct{} // closed when no more keys fit
-	done chan struct{}
-	vals map[string]V
-	err  error
+	keys    []string
+	full    chan struct{} // closed when no more keys fit
+	done    chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiting int // reads not cancelled, of those in the batch
+	vals    map[string]V
+	err     error
 }
 
 func newBatcher[V any](max int, run func(context.Context, ssh.Executor, []string) (map[string]V, error)) *batcher[V] {
@@ -54,7 +59,10 @@ func (b *batcher[V]) get(ctx context.Context, conn Connection, c ssh.Executor, k
 	b.mu.Lock()
 	bt, first := b.open[conn], false
 	if bt == nil {
-		bt, first = &batch[V]{full: make(chan struct{}), done: make(chan struct{})}, true
+		// The command keeps ctx's values (dialer, probes), not its
+		// cancellation: that is every read's own.
+		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		bt, first = &batch[V]{full: make(chan struct{}), done: make(chan struct{}), ctx: bctx, cancel: cancel}, true
 		b.open[conn] = bt
 	}
 	if !slices.Contains(bt.keys, key) {
@@ -64,14 +72,25 @@ func (b *batcher[V]) get(ctx context.Context, conn Connection, c ssh.Executor, k
 		delete(b.open, conn)
 		close(bt.full)
 	}
+	bt.waiting++
 	b.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if bt.waiting--; bt.waiting == 0 {
+			bt.cancel()
+		}
+	})
+	defer stop()
 
 	var zero V
 	if first {
+		// The first read runs the command on its connection even when
+		// it is cancelled itself: the others wait for it.
 		select {
 		case <-time.After(b.window):
 		case <-bt.full:
-		case <-ctx.Done():
+		case <-bt.ctx.Done():
 		}
 		b.mu.Lock()
 		if b.open[conn] == bt {
@@ -79,8 +98,12 @@ func (b *batcher[V]) get(ctx context.Context, conn Connection, c ssh.Executor, k
 		}
 		keys := slices.Clone(bt.keys)
 		b.mu.Unlock()
-		bt.vals, bt.err = b.run(ctx, c, keys)
+		bt.vals, bt.err = b.run(bt.ctx, c, keys)
+		bt.cancel()
 		close(bt.done)
+		if err := ctx.Err(); err != nil {
+			return zero, false, err
+		}
 	} else {
 		select {
 		case <-bt.done:
