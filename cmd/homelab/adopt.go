@@ -100,7 +100,7 @@ func newAdoptCommand() *cobra.Command {
 					return fmt.Errorf("not confirmed: nothing written")
 				}
 			}
-			if err := withClusterLock(ctx, cmd, inv, clusterlock.Options{Break: breakLock}, func() error {
+			write := func() error {
 				if writeBundle {
 					if _, err := stack.WriteBundle(path, a.Bundle); err != nil {
 						return err
@@ -108,8 +108,11 @@ func newAdoptCommand() *cobra.Command {
 					fmt.Fprintf(out, "wrote %s (0600): back it up, it is the cluster's root of trust\n", path)
 				}
 				return a.Mark(ctx, out)
-			}); err != nil {
-				return err
+			}
+			if writeBundle || len(marks) > 0 {
+				if err := withClusterLock(ctx, cmd, inv, clusterlock.Options{Break: breakLock}, write); err != nil {
+					return err
+				}
 			}
 			a.Close()
 

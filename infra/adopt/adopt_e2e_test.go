@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/netns"
@@ -152,6 +153,12 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	for _, w := range wrote {
 		if !strings.Contains(w, "touch /etc/kubernetes/.homelab-") {
 			t.Errorf("adopt ran more than markers: %s", w)
+		}
+	}
+	// The cluster lock it held while writing is given back.
+	for _, n := range inv.ControlPlanes() {
+		if held := nodeRun(t, ctx, l.Lab, n.Name, "ls -d "+clusterlock.Dir+" 2>/dev/null; true"); strings.TrimSpace(held) != "" {
+			t.Errorf("%s: the cluster lock stays after adopt: %s", n.Name, held)
 		}
 	}
 

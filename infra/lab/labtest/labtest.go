@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/infra/lab"
@@ -205,7 +206,9 @@ func Main(m *testing.M) {
 
 // Mutating returns the mutating commands the command log at path
 // (ssh.CommandLogEnv) holds, as "node: kind cmd", and empties it, so each
-// call sees what ran since the last.
+// call sees what ran since the last. The cluster lock's take and release
+// (infra/clusterlock) are left out: every changing command runs them, and
+// they change nothing of the cluster.
 func Mutating(path string) []string {
 	data, _ := os.ReadFile(path)
 	os.Remove(path)
@@ -215,7 +218,7 @@ func Mutating(path string) []string {
 		if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
 			continue
 		}
-		if ev.Mutating {
+		if ev.Mutating && !strings.Contains(ev.Cmd, clusterlock.Dir) {
 			out = append(out, ev.Node+": "+ev.Kind+" "+ev.Cmd)
 		}
 	}
@@ -286,9 +289,12 @@ func failedBlocks(lines []string) []string {
 	var cur []string
 	headIndent := -1
 	flush := func() {
-		block := strings.Join(cur, "\n")
-		if len(cur) > 1 && strings.Contains(block, "error:") {
-			blocks = append(blocks, block)
+		for _, l := range cur[min(1, len(cur)):] {
+			// The engine's own mark, not a message that quotes one.
+			if strings.HasPrefix(strings.TrimSpace(l), "error:") {
+				blocks = append(blocks, strings.Join(cur, "\n"))
+				break
+			}
 		}
 		cur = nil
 	}

@@ -16,6 +16,9 @@ func TestEngineTailNamesTheFailedResources(t *testing.T) {
 		"  homelab:index:Package (gpu-1:nvidia-container-toolkit):",
 		"    warning: no NVIDIA GPU detected",
 		"",
+		"  homelab:index:Dataplane (dataplane):",
+		"    waiting for the pod network: cni plugin not initialized: Network plugin returns error: none",
+		"",
 		"  pulumi:pulumi:Stack (homelab-cluster-homelab):",
 		"    error: update failed",
 		"",
@@ -36,7 +39,7 @@ func TestEngineTailNamesTheFailedResources(t *testing.T) {
 			t.Errorf("failed resources lack %q:\n%s", want, failed)
 		}
 	}
-	if strings.Contains(failed, "NVIDIA") || strings.Contains(failed, "Outputs") {
+	if strings.Contains(failed, "NVIDIA") || strings.Contains(failed, "Outputs") || strings.Contains(failed, "Dataplane") {
 		t.Errorf("failed resources hold more than the errors:\n%s", failed)
 	}
 	if !strings.HasPrefix(got, "Resources:\n    + 114 created\n    2 errored\n") {
