@@ -164,6 +164,40 @@ type apiRefused struct {
 
 func (e *apiRefused) Error() string { return fmt.Sprintf("kubectl exit %d: %s", e.code, e.reason) }
 
+// endpointBlip says whether kubectl's stderr is the endpoint not
+// answering for a moment rather than a refusal: the apiserver behind the
+// VIP restarting (a rolling manifest change in the same up), or the VIP
+// moving between keepalived instances. A retry outlives it; a join that
+// failed on it once failed a whole up (CI, TestAdoptHandBuiltCluster).
+func endpointBlip(stderr string) bool {
+	for _, s := range []string{"was refused", "connection reset by peer", "i/o timeout", "TLS handshake timeout",
+		"no route to host", "unexpected EOF", "http2: client connection lost", "the server is currently unable to handle the request"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// outliveBlips runs an idempotent kubectl command (run), again while it
+// fails with an endpointBlip, until the probes' timeout; then its last
+// result is the caller's to judge.
+func outliveBlips(ctx context.Context, run func() (ssh.Result, error)) (ssh.Result, error) {
+	pr := probesOf(ctx)
+	deadline := time.Now().Add(pr.timeout)
+	for {
+		r, err := run()
+		if err != nil || r.ExitCode == 0 || !endpointBlip(string(r.Stderr)) || time.Now().After(deadline) {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(pr.poll):
+		}
+	}
+}
+
 func tail(s string, lines int) string {
 	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(parts) > lines {

@@ -702,7 +702,8 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh
 			problems = append(problems, err.Error())
 			continue
 		}
-		if _, code, err := query(ctx, c, kubectl+" get --raw=/readyz >/dev/null 2>&1"); err == nil && code == 0 {
+		r, err := outliveBlips(ctx, func() (ssh.Result, error) { return c.Query(ctx, kubectl+" get --raw=/readyz >/dev/null") })
+		if err == nil && r.ExitCode == 0 {
 			return c, conn.Node, nil
 		}
 		c.Close()

@@ -186,18 +186,11 @@ func joinedNodeReady(node string) string {
 // with cni: none there is no agent of ours to wait for. cl is a
 // control-plane node whose admin.conf the API answers to.
 func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node string) error {
-	out, code, err := query(ctx, cl, kubectl+" -n "+cilium.Namespace+" get daemonset "+cilium.AgentDaemonSet+" --ignore-not-found -o name")
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return fmt.Errorf("%s: reading the %s/%s DaemonSet failed (exit %d)", clNode, cilium.Namespace, cilium.AgentDaemonSet, code)
-	}
-	if strings.TrimSpace(out) == "" {
-		return nil
-	}
 	pr := probesOf(ctx)
 	deadline := time.Now().Add(pr.network)
+	if agents, err := runsAgents(ctx, cl, clNode); err != nil || !agents {
+		return err
+	}
 	log := p.GetLogger(ctx)
 	last := ""
 	for {
@@ -228,6 +221,21 @@ func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node strin
 		case <-time.After(pr.poll):
 		}
 	}
+}
+
+// runsAgents says whether the cluster runs Cilium's agent DaemonSet,
+// asking again while the endpoint does not answer for a moment.
+func runsAgents(ctx context.Context, cl ssh.Executor, clNode string) (bool, error) {
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
+		return cl.Query(ctx, kubectl+" -n "+cilium.Namespace+" get daemonset "+cilium.AgentDaemonSet+" --ignore-not-found -o name")
+	})
+	if err == nil && r.ExitCode != 0 {
+		err = &apiRefused{code: r.ExitCode, reason: tail(strings.TrimSpace(redact(string(r.Stderr))), 1)}
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: reading the %s/%s DaemonSet: %w", clNode, cilium.Namespace, cilium.AgentDaemonSet, err)
+	}
+	return strings.TrimSpace(string(r.Stdout)) != "", nil
 }
 
 // restartAgents deletes the Cilium agent pods on nodes: their DaemonSet

@@ -26,10 +26,13 @@ import (
 func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
 	name := quote(node)
-	out, code, err := query(ctx, cl, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
+		return cl.Query(ctx, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
+	})
 	if err != nil {
 		return err
 	}
+	out, code := string(r.Stdout), r.ExitCode
 	if code != 0 {
 		return fmt.Errorf("%s: reading Node %s through the API failed (exit %d)", clNode, node, code)
 	}

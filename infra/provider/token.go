@@ -55,7 +55,10 @@ func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token strin
 		return err
 	}
 	id, _, _ := strings.Cut(token, ".")
-	r, err := c.RunInput(ctx, kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null && "+kubectl+" create -f - >/dev/null", manifest)
+	// Delete and create: the same again after a blip.
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
+		return c.RunInput(ctx, kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null && "+kubectl+" create -f - >/dev/null", manifest)
+	})
 	if err != nil {
 		return fmt.Errorf("%s: creating %s's join token: %w", viaNode, node, err)
 	}
