@@ -212,14 +212,7 @@ type Target struct {
 // Connect dials the control-plane nodes at once, in the inventory's
 // order; an unreachable one comes back with its error. Close closes them.
 func Connect(ctx context.Context, t Target) []Node {
-	inv := t.Inventory
-	port, user := inv.SSH.Port, inv.SSH.User
-	if port == 0 {
-		port = 22
-	}
-	if user == "" {
-		user = "root"
-	}
+	inv := t.Inventory // loaded, so its SSH port and user are set
 	opts := []ssh.Option{ssh.WithRetry(3 * time.Second), ssh.WithTimeout(10 * time.Second)}
 	if t.Dial != nil {
 		opts = append(opts, ssh.WithDialer(t.Dial))
@@ -231,7 +224,7 @@ func Connect(ctx context.Context, t Target) []Node {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: port, User: user, PrivateKey: t.PrivateKey, KnownHosts: t.KnownHosts}, opts...)
+			c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: inv.SSH.Port, User: inv.SSH.User, PrivateKey: t.PrivateKey, KnownHosts: t.KnownHosts}, opts...)
 			nodes[i] = Node{Name: n.Name, Err: err}
 			if err == nil {
 				nodes[i].Exec = c
