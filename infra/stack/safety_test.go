@@ -31,9 +31,13 @@ const safeNodes = `nodes:
   - {name: w2, role: worker, address: 10.77.0.131, mac: "52:54:00:4d:00:83", interface: eth0}
 `
 
-func safeInventory(s string) string {
+func safeInventory(s string) string { return withNodes(s, safeNodes, "alpha") }
+
+// withNodes is inventory/lab.yaml s with nodes (a whole nodes: section)
+// instead of its own, and the single-ip layout's endpoint node renamed.
+func withNodes(s, nodes, endpointNode string) string {
 	head, _, _ := strings.Cut(s, "\nnodes:\n")
-	return strings.Replace(head, "node: cp-1 ", "node: alpha ", 1) + "\n" + safeNodes
+	return strings.Replace(head, "node: cp-1 ", "node: "+endpointNode+" ", 1) + "\n" + nodes
 }
 
 // TestSafeEditsInTheLab is issue 18's end to end: every ordinary edit of

@@ -1,0 +1,66 @@
+package stack
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// soloNodes is a homelab with one control-plane node: its etcd data is
+// the cluster's only copy.
+const soloNodes = `nodes:
+  - {name: solo, role: control-plane, address: 10.77.0.120, mac: "52:54:00:4d:00:78", interface: eth0}
+  - {name: w1, role: worker, address: 10.77.0.130, mac: "52:54:00:4d:00:82", interface: eth0}
+`
+
+func soloInventory(s string) string {
+	return withNodes(strings.Replace(s, "layout: vip ", "layout: single-ip ", 1), soloNodes, "solo")
+}
+
+// TestOnlyCopyIsKeptInTheLab is issue 36's first item end to end: on a
+// cluster with one control-plane node, each ordinary way of leaving it
+// without one of kubeadm's files (admin.conf deleted as a hardening step,
+// the static pod manifests moved aside as kubeadm's restore guide does,
+// a restore interrupted with them set aside) ends, after one up, with
+// the cluster back and its data kept: the node is repaired with kubeadm's
+// init phases, never reset, and no command deletes etcd's data.
+func TestOnlyCopyIsKeptInTheLab(t *testing.T) {
+	needE2E(t)
+	e := newE2EWith(t, soloInventory)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	s := e.open(ctx, e.invPath)
+	e.up(ctx, s)
+	e.verify(ctx, s)
+	const kubectl = "kubectl --kubeconfig " + nodefacts.AdminConf
+	e.node(ctx, "solo", kubectl+" create configmap only-copy --from-literal=written=before")
+	e.mutating()
+
+	for _, tc := range []struct{ name, breakIt string }{
+		{"admin.conf deleted", "rm " + nodefacts.AdminConf},
+		{"manifests moved aside", "mkdir -p /root/manifests-aside && mv " + nodefacts.ManifestsDir + "/*.yaml /root/manifests-aside/"},
+		{"a restore interrupted", "mkdir -p " + nodefacts.RestoreAsideDir + " && mv " + nodefacts.ManifestsDir + "/*.yaml " + nodefacts.RestoreAsideDir + "/"},
+	} {
+		t.Run(tc.name, func(sub *testing.T) {
+			// The helpers fail the subtest that calls them.
+			e.t = sub
+			defer func() { e.t = t }()
+			t := sub
+			e.node(ctx, "solo", tc.breakIt)
+			e.up(ctx, e.open(ctx, e.invPath))
+			for _, c := range e.mutating() {
+				if strings.Contains(c, "kubeadm reset") || strings.Contains(c, "rm -rf "+nodefacts.EtcdMemberDir) ||
+					strings.Contains(c, nodefacts.EtcdAsideDir) || strings.Contains(c, "rm -rf "+nodefacts.EtcdDataDir) {
+					t.Errorf("up ran a command that takes etcd's data: %s", c)
+				}
+			}
+			if got := strings.TrimSpace(e.node(ctx, "solo", kubectl+" get configmap only-copy -o jsonpath={.data.written}")); got != "before" {
+				t.Errorf("the cluster's data after the up: only-copy written=%q, want before", got)
+			}
+			e.verify(ctx, s)
+		})
+	}
+}
