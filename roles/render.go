@@ -147,8 +147,10 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 	}
 
 	if n.IsControlPlane() {
+		auditPath, audit := kubeadm.Audit()
 		files = append(files, s.caFiles...)
-		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true})
+		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true},
+			file.File{Path: auditPath, Mode: 0o600, Content: audit})
 		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots)
 		if err != nil {
 			return nil, err

@@ -145,6 +145,7 @@ func TestUpInTheLab(t *testing.T) {
 		t.Errorf("etcd members %v after an interrupted up", rep.EtcdMembers)
 	}
 	e.checkSeedLab(ctx, s)
+	e.checkHardening(ctx, s)
 	e.mutating()
 
 	// Nothing changed: nothing to do, and nothing done on any node.

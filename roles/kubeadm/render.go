@@ -85,7 +85,13 @@ func Join(inv *inventory.Inventory, node inventory.Node, token string) ([]byte, 
 // node (kubeadm stores it in the kubeadm-config ConfigMap at init).
 func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfiguration {
 	c := inv.Cluster
-	loopback := []Arg{{Name: "bind-address", Value: "127.0.0.1"}}
+	// Metrics and health endpoints stay on loopback: nothing off the
+	// node needs them, and the VIP must never reach them. Profiling is
+	// off on every component (CIS 1.2.x, 1.3.2, 1.4.1): /debug/pprof
+	// serves any authenticated user a CPU or heap profile on demand,
+	// which no homelab needs running.
+	noProfiling := Arg{Name: "profiling", Value: "false"}
+	loopback := []Arg{{Name: "bind-address", Value: "127.0.0.1"}, noProfiling}
 	return ClusterConfiguration{
 		TypeMeta:             TypeMeta{kubeadmAPIVersion, "ClusterConfiguration"},
 		ClusterName:          c.Name,
@@ -104,16 +110,14 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 		}},
 		APIServer: APIServer{
 			ControlPlaneComp: ControlPlaneComp{
-				ExtraArgs: []Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}},
-				ExtraVolumes: []HostPathMnt{{
+				ExtraArgs: append([]Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}, noProfiling}, auditArgs...),
+				ExtraVolumes: append([]HostPathMnt{{
 					Name: "encryption-config", HostPath: EncryptionDir, MountPath: EncryptionDir,
 					ReadOnly: true, PathType: "DirectoryOrCreate",
-				}},
+				}}, auditVolumes...),
 			},
 			CertSANs: apiSANs.Strings(),
 		},
-		// Metrics and health endpoints stay on loopback: nothing off the
-		// node needs them, and the VIP must never reach them.
 		ControllerManager:         ControlPlaneComp{ExtraArgs: loopback},
 		Scheduler:                 ControlPlaneComp{ExtraArgs: loopback},
 		CertificateValidityPeriod: certificateValidity(c.Certificates),
