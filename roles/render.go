@@ -151,6 +151,9 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 		files = append(files, s.caFiles...)
 		files = append(files, file.File{Path: kubeadm.EncryptionConfig, Mode: 0o600, Content: s.encryption, Secret: true},
 			file.File{Path: auditPath, Mode: 0o600, Content: audit})
+		if path, authn, ok := kubeadm.Authentication(inv.Cluster.KubernetesVersion); ok {
+			files = append(files, file.File{Path: path, Mode: 0o600, Content: authn})
+		}
 		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots)
 		if err != nil {
 			return nil, err

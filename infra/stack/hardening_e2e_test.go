@@ -11,7 +11,8 @@ import (
 
 // checkHardening: every apiserver writes its audit log, in which a Secret
 // written appears at Metadata, without its value; profiling is off on
-// every control-plane component, and the apiserver serves no profile.
+// every control-plane component, and the apiserver serves no profile;
+// anonymous requests reach only what health checks and joins need.
 func (e *e2e) checkHardening(ctx context.Context, s *Stack) {
 	t := e.t
 	t.Helper()
@@ -42,5 +43,15 @@ func (e *e2e) checkHardening(ctx context.Context, s *Stack) {
 	}
 	if out, err := e.lab.Run(ctx, "cp-1", kubectl+" get --raw /debug/pprof/ 2>&1"); err == nil || !strings.Contains(out, "NotFound") && !strings.Contains(out, "could not find") {
 		t.Errorf("the apiserver serves /debug/pprof/: %v\n%s", err, out)
+	}
+	// Anonymous requests: the health endpoints and cluster-info (kubeadm
+	// join's discovery) answer; anything else is refused as
+	// unauthenticated (401), not merely unauthorized (403).
+	for path, want := range map[string]string{"/livez": "200", "/readyz": "200", "/api/v1/namespaces/kube-public/configmaps/cluster-info": "200",
+		"/api": "401", "/version": "401", "/api/v1/namespaces/kube-public/configmaps": "401"} {
+		got := e.node(ctx, "cp-1", "curl -s -o /dev/null -w '%{http_code}' --cacert "+nodefacts.PKIDir+"/ca.crt https://127.0.0.1:"+strconv.Itoa(s.Inv.Cluster.Endpoint.APIPort())+path)
+		if strings.TrimSpace(got) != want {
+			t.Errorf("an anonymous GET %s: HTTP %s, want %s", path, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,6 +92,7 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 	// serves any authenticated user a CPU or heap profile on demand,
 	// which no homelab needs running.
 	noProfiling := Arg{Name: "profiling", Value: "false"}
+	authnArgs, authnVolumes := authenticationArgs(c.KubernetesVersion)
 	loopback := []Arg{{Name: "bind-address", Value: "127.0.0.1"}, noProfiling}
 	return ClusterConfiguration{
 		TypeMeta:             TypeMeta{kubeadmAPIVersion, "ClusterConfiguration"},
@@ -110,11 +112,11 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 		}},
 		APIServer: APIServer{
 			ControlPlaneComp: ControlPlaneComp{
-				ExtraArgs: append([]Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}, noProfiling}, auditArgs...),
-				ExtraVolumes: append([]HostPathMnt{{
+				ExtraArgs: slices.Concat([]Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}, noProfiling}, auditArgs, authnArgs),
+				ExtraVolumes: slices.Concat([]HostPathMnt{{
 					Name: "encryption-config", HostPath: EncryptionDir, MountPath: EncryptionDir,
 					ReadOnly: true, PathType: "DirectoryOrCreate",
-				}}, auditVolumes...),
+				}}, auditVolumes, authnVolumes),
 			},
 			CertSANs: apiSANs.Strings(),
 		},
