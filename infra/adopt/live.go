@@ -218,7 +218,7 @@ func readCluster(ctx context.Context, inv *inventory.Inventory, c *ssh.Client, s
 	if err != nil {
 		return fmt.Errorf("%s: reading %s: %w", source.Name, nodefacts.AdminConf, err)
 	}
-	cs, err := apiClient(ctx, c, kc, source, inv.Cluster.Endpoint.Port)
+	cs, err := apiClient(ctx, c, kc, source, inv.Cluster.Endpoint.APIPort())
 	if err != nil {
 		return fmt.Errorf("%s: the API: %w", source.Name, err)
 	}
@@ -277,9 +277,6 @@ func apiClient(ctx context.Context, c *ssh.Client, kubeconfig []byte, source inv
 	_, first := cs.Discovery().ServerVersion()
 	if first == nil {
 		return cs, nil
-	}
-	if port == 0 {
-		port = 6443
 	}
 	cfg.Host = "https://" + net.JoinHostPort(source.Address, strconv.Itoa(port))
 	if cs, err = kubernetes.NewForConfig(cfg); err != nil {

@@ -174,7 +174,7 @@ func (b *build) upgrade() error {
 		"maxUnavailable":    pulumi.Int(u.MaxUnavailable),
 		"drainTimeout":      pulumi.String(u.DrainTimeout),
 		"ignorePreflight":   pulumi.ToStringArray(b.cfg.IgnorePreflight),
-		"port":              pulumi.Int(b.inv.Cluster.Endpoint.Port),
+		"port":              pulumi.Int(b.inv.Cluster.Endpoint.APIPort()),
 		"endpoint":          pulumi.String(b.inv.Endpoint()),
 	}
 	if repo, ok := packagesRepository(b.cfg); ok {
@@ -224,7 +224,7 @@ func (b *build) revival() error {
 	rv, err := register(b.ctx, "ControlPlaneRevival", "control-plane", pulumi.Map{
 		"nodes":       nodes,
 		"configPath":  pulumi.String(kubeadm.InitConfigPath),
-		"port":        pulumi.Int(b.inv.Cluster.Endpoint.Port),
+		"port":        pulumi.Int(b.inv.Cluster.Endpoint.APIPort()),
 		"renewBefore": pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
 		"endpoint":    pulumi.String(b.inv.Endpoint()),
 	}, &ControlPlaneRevivalHandle{}, pulumi.Parent(b.cl), pulumi.DependsOn(deps))
@@ -344,7 +344,7 @@ func (b *build) controlPlaneAddresses() error {
 			"apiServerSANs": pulumi.ToStringArray(apiSANs),
 			"etcdSANs":      pulumi.ToStringArray(etcdSANs),
 			"configPath":    pulumi.String(kubeadm.InitConfigPath),
-			"port":          pulumi.Int(b.inv.Cluster.Endpoint.Port),
+			"port":          pulumi.Int(b.inv.Cluster.Endpoint.APIPort()),
 			"componentArgs": componentArgs,
 			"renewBefore":   pulumi.String(b.inv.Cluster.Certificates.RenewBefore),
 			"endpoint":      pulumi.String(b.inv.Endpoint()),
