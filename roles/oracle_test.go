@@ -183,7 +183,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 func TestKeepalivedAcceptsEveryConfig(t *testing.T) {
 	keepalivedBin := toolstest.Require(t, "keepalived")
 	if os.Geteuid() != 0 {
-		t.Skip("keepalived -t checks script security as root; run as root")
+		toolstest.Missing(t, "keepalived -t checks script security as root; run as root")
 	}
 	b := testBundle(t)
 	for _, ms := range []int{1000, 500} {

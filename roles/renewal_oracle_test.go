@@ -31,7 +31,7 @@ import (
 func TestKubeadmRenewsEveryRenewable(t *testing.T) {
 	kubeadmBin := toolstest.Require(t, "kubeadm")
 	if os.Geteuid() != 0 {
-		t.Skip("kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
+		toolstest.Missing(t, "kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
 	}
 	inv := layoutInventory(t, inventory.LayoutVIP)
 	render := func(validity string) ([]byte, map[string][]byte) { return renderFirstNode(t, inv, validity) }
@@ -164,7 +164,7 @@ func kubeconfigServer(t *testing.T, path string) string {
 func TestKubeadmRenewsWhatExpired(t *testing.T) {
 	kubeadmBin := toolstest.Require(t, "kubeadm")
 	if os.Geteuid() != 0 {
-		t.Skip("kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
+		toolstest.Missing(t, "kubeadm certs renew works on /etc/kubernetes only: the test chroots it (--rootfs), which needs root")
 	}
 	inv := layoutInventory(t, inventory.LayoutVIP)
 	render := func(validity string) ([]byte, map[string][]byte) { return renderFirstNode(t, inv, validity) }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"io/fs"
 	"math/big"
 	"os"
@@ -152,10 +153,7 @@ func TestReadBundleFromKubeadmLikePKI(t *testing.T) {
 
 // TestReadBundleFromKubeadmsPKI uses the PKI kubeadm itself generates.
 func TestReadBundleFromKubeadmsPKI(t *testing.T) {
-	kubeadmBin, err := tools.Path("kubeadm")
-	if err != nil {
-		t.Skip(err)
-	}
+	kubeadmBin := toolstest.Require(t, "kubeadm")
 	dir := t.TempDir()
 	out, err := exec.Command(kubeadmBin, "init", "phase", "certs", "all", "--cert-dir", dir, "--kubernetes-version", tools.KubernetesVersion).CombinedOutput()
 	if err != nil {

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,11 +24,11 @@ import (
 // gateway's. Not a lab: no namespaces named hl-*, no nodes booted.
 func TestLabAptRepositoryInstallsEveryCachedVersion(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (a throwaway apt root)")
+		toolstest.Missing(t, "needs root (a throwaway apt root)")
 	}
 	versions, err := cachedKubeVersions()
 	if err != nil || !slices.Contains(versions, "v1.34.4") {
-		t.Skipf("the tools cache has no kubernetes-v1.34.4 (%v, %v): infra/tools/build-kube.sh", versions, err)
+		toolstest.Missing(t, fmt.Sprintf("the tools cache has no kubernetes-v1.34.4 (%v, %v): infra/tools/build-kube.sh", versions, err))
 	}
 	l := &Lab{Dir: t.TempDir(), Log: testLog{t}}
 	start := time.Now()
@@ -103,7 +105,7 @@ func TestLabAptRepositoryInstallsEveryCachedVersion(t *testing.T) {
 // its dpkg database. An unpackaged lab's node is unchanged.
 func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (the disk's opaque directory is a trusted xattr)")
+		toolstest.Missing(t, "needs root (the disk's opaque directory is a trusted xattr)")
 	}
 	bins := t.TempDir()
 	for _, b := range append(append(slices.Clone(kubeBins), etcdBins...), "homelab-node") {

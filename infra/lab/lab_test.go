@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"net"
 	"os"
 	"os/exec"
@@ -343,7 +344,7 @@ func TestLabUpDown(t *testing.T) {
 
 func TestStaleNamespaceIsReclaimedOnlyWhenNoLabRecordsIt(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
+		toolstest.Missing(t, "network namespaces need root")
 	}
 	const name = "hl-test-reclaim"
 	delNetns(name)

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestRealNodeInTheLab(t *testing.T) {
 // options that name its controllers and none of its flags.
 func TestHostHierarchies(t *testing.T) {
 	if _, err := os.Stat("/sys/fs/cgroup/systemd"); err != nil {
-		t.Skip("not a cgroup v1 (hybrid) machine: real nodes need one")
+		toolstest.Missing(t, "not a cgroup v1 (hybrid) machine: real nodes need one")
 	}
 	hs, err := hostHierarchies("x")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"io/fs"
 	"net"
 	"os"
@@ -17,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
 // newNetns makes a namespace with loopback up, removed when the test ends.
@@ -31,10 +30,7 @@ func newNetns(t *testing.T) string {
 		why = "ip is missing (apt-get install iproute2)"
 	}
 	if why != "" {
-		if os.Getenv(envvars.RequireTools) == "1" {
-			t.Fatalf("%s (HOMELAB_REQUIRE_TOOLS=1)", why)
-		}
-		t.Skip(why)
+		toolstest.Missing(t, why)
 	}
 	var b [4]byte
 	rand.Read(b[:])

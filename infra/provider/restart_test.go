@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ func TestRestartPodsScript(t *testing.T) {
 	name := "homelab-test-component-" + strconv.Itoa(os.Getpid())
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip(err)
+		toolstest.Missing(t, err.Error())
 	}
 	data, err := os.ReadFile(sleep)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"net"
 	"os"
 	"os/exec"
@@ -26,7 +27,6 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
 )
 
@@ -40,12 +40,7 @@ const sshdPath = "/usr/sbin/sshd"
 // machine cannot host the test sshd.
 func needTools(t *testing.T) {
 	t.Helper()
-	missing := func(why string) {
-		if os.Getenv(envvars.RequireTools) == "1" {
-			t.Fatalf("%s (HOMELAB_REQUIRE_TOOLS=1)", why)
-		}
-		t.Skip(why)
-	}
+	missing := func(why string) { toolstest.Missing(t, why) }
 	if os.Geteuid() != 0 {
 		missing("needs root: the test sshd runs in a network namespace of its own")
 	}

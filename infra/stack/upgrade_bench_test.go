@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,7 @@ func BenchmarkUpgrade(b *testing.B) {
 	needE2E(b)
 	from, to := tools.KubernetesVersion, tools.UpgradeKubernetesVersion
 	if _, err := os.Stat(filepath.Join(tools.KubernetesDir(to), "kubeadm")); err != nil {
-		b.Skip(to + " is not built: KUBE_VERSION=" + to + " infra/tools/build-kube.sh")
+		toolstest.Missing(b, to+" is not built: KUBE_VERSION="+to+" infra/tools/build-kube.sh")
 	}
 	for range b.N {
 		e := newE2EWith(b, upgradable)

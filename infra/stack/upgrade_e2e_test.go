@@ -61,7 +61,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 	from, to := tools.KubernetesVersion, tools.UpgradeKubernetesVersion
 	for _, b := range []string{"kubeadm", "kube-apiserver", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(tools.KubernetesDir(to), b)); err != nil {
-			toolstestMissing(t, to+" "+b+" is not built: KUBE_VERSION="+to+" infra/tools/build-kube.sh")
+			toolstest.Missing(t, to+" "+b+" is not built: KUBE_VERSION="+to+" infra/tools/build-kube.sh")
 		}
 	}
 	e := newE2EWith(t, upgradable)
@@ -302,11 +302,3 @@ func (e *e2e) sampleWrites(ctx context.Context, s *Stack) func() writes {
 // etcdctlMembers prints the member IDs and names, sorted.
 const etcdctlMembers = "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt " +
 	"--cert=/etc/kubernetes/pki/apiserver-etcd-client.crt --key=/etc/kubernetes/pki/apiserver-etcd-client.key member list 2>/dev/null | cut -d, -f1,3 | sort"
-
-func toolstestMissing(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv(toolstest.EnvRequire) == "1" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
-}

@@ -30,7 +30,7 @@ type authenticationConfiguration struct {
 }
 
 type anonymousAuth struct {
-	Enabled    bool                `json:"enabled"`
+	Enabled    bool                 `json:"enabled"`
 	Conditions []anonymousCondition `json:"conditions"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,7 +42,7 @@ func need(t *testing.T, cmds ...string) {
 	t.Helper()
 	for _, c := range cmds {
 		if _, err := exec.LookPath(c); err != nil {
-			t.Skipf("needs %s: %v", c, err)
+			toolstest.Missing(t, fmt.Sprintf("needs %s: %v", c, err))
 		}
 	}
 }

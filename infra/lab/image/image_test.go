@@ -1,6 +1,7 @@
 package image
 
 import (
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -77,7 +78,7 @@ func TestKubeletAsKubeadmRunsIt(t *testing.T) {
 func TestKeepalivedFlags(t *testing.T) {
 	unit, err := os.ReadFile("/lib/systemd/system/keepalived.service")
 	if err != nil {
-		t.Skip("keepalived is not installed on this machine")
+		toolstest.Missing(t, "keepalived is not installed on this machine: apt-get install keepalived")
 	}
 	root := t.TempDir()
 	install(t, root, append(Files(), File{Path: "/lib/systemd/system/keepalived.service", Mode: 0o644, Content: unit}))

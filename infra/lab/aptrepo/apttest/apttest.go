@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"io/fs"
 	"net"
 	"os"
@@ -60,11 +61,11 @@ type Root struct {
 func New(t testing.TB) *Root {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("a throwaway apt root needs root (mount and network namespaces, overlayfs)")
+		toolstest.Missing(t, "a throwaway apt root needs root (mount and network namespaces, overlayfs)")
 	}
 	for _, p := range []string{"unshare", "nsenter", "apt-get", "dpkg", "ip"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("a throwaway apt root needs %s: %v", p, err)
+			toolstest.Missing(t, fmt.Sprintf("a throwaway apt root needs %s: %v", p, err))
 		}
 	}
 	r := &Root{t: t, dir: t.TempDir()}
@@ -219,7 +220,7 @@ func Repos(t testing.TB, dir string, bins func(version string) aptrepo.Binaries,
 	t.Helper()
 	arch, err := aptrepo.Arch()
 	if err != nil {
-		t.Skip(err)
+		toolstest.Missing(t, err.Error())
 	}
 	key, err := aptrepo.OpenKey(filepath.Join(dir, "key"))
 	if err != nil {

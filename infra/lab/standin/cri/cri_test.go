@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"encoding/json"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,7 +179,7 @@ func TestSandboxesAreStaticPods(t *testing.T) {
 func TestKubeadmPullsImages(t *testing.T) {
 	kubeadm := kubeBin("kubeadm")
 	if kubeadm == "" {
-		t.Skip("kubeadm not built (infra/tools/build-kube.sh)")
+		toolstest.Missing(t, "kubeadm not built (infra/tools/build-kube.sh)")
 	}
 	f := start(t, "version = 3\n")
 	out, err := exec.Command(kubeadm, "config", "images", "pull", "--kubernetes-version", "v1.34.4",
@@ -197,7 +198,7 @@ func TestKubeadmPullsImages(t *testing.T) {
 func TestKubeadmPullsOnlyStoredImages(t *testing.T) {
 	kubeadm := kubeBin("kubeadm")
 	if kubeadm == "" {
-		t.Skip("kubeadm not built (infra/tools/build-kube.sh)")
+		toolstest.Missing(t, "kubeadm not built (infra/tools/build-kube.sh)")
 	}
 	list, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", "v1.34.4").Output()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"math/big"
 	"net"
 	"net/http"
@@ -70,12 +71,12 @@ func TestIntegration(t *testing.T) {
 	kubeDir, etcdDir := toolDir("kubernetes-v1.34.4"), toolDir("etcd-v3.6.5")
 	for _, b := range []string{filepath.Join(kubeDir, "kube-apiserver"), filepath.Join(kubeDir, "kube-controller-manager"), filepath.Join(kubeDir, "kube-scheduler"), filepath.Join(etcdDir, "etcd")} {
 		if _, err := os.Stat(b); err != nil {
-			t.Skipf("%s missing: build it with infra/tools/build-kube.sh and infra/tools/build-etcd.sh", b)
+			toolstest.Missing(t, b+" missing: build it with infra/tools/build-kube.sh and infra/tools/build-etcd.sh")
 		}
 	}
 	if os.Getenv(netnsEnv) == "" {
 		if os.Geteuid() != 0 {
-			t.Skip("needs root for private network and PID namespaces")
+			toolstest.Missing(t, "needs root for private network and PID namespaces")
 		}
 		script := fmt.Sprintf(`ip link set lo up && ip addr add %s/32 dev lo && exec "$0" "$@"`, nodeIP)
 		cmd := exec.Command("unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--",

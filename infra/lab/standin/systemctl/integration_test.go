@@ -3,6 +3,7 @@ package systemctl
 import (
 	"bytes"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,10 +167,10 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 
 func TestInitInNamespace(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: runs init in new PID and mount namespaces")
+		toolstest.Missing(t, "needs root: runs init in new PID and mount namespaces")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("needs util-linux unshare")
+		toolstest.Missing(t, "needs util-linux unshare")
 	}
 	bin := buildNodeBin(t)
 	root := t.TempDir()

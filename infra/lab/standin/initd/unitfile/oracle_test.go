@@ -1,6 +1,7 @@
 package unitfile
 
 import (
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 func TestAgreesWithSystemd(t *testing.T) {
 	out, err := exec.Command("systemctl", "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "systemd ") {
-		t.Skip("needs systemd's own systemctl to compare with")
+		toolstest.Missing(t, "needs systemd's own systemctl to compare with: apt-get install systemd")
 	}
 	root := t.TempDir()
 	write(t, root, map[string]string{
