@@ -84,8 +84,15 @@ func renderAudit() ([]byte, string) {
 	if err != nil {
 		panic(err) // constant data: a failure is a bug caught by any test
 	}
-	sum := sha256.Sum256(doc)
-	return doc, AuditDir + "/policy-" + hex.EncodeToString(sum[:4]) + ".yaml"
+	return doc, hashedPath(AuditDir, "policy", doc)
+}
+
+// hashedPath is where a file the apiserver reads only at start lands:
+// named by its content's hash, so new content is a new flag value, which
+// regenerates the manifests naming it and so restarts each apiserver.
+func hashedPath(dir, name string, content []byte) string {
+	sum := sha256.Sum256(content)
+	return dir + "/" + name + "-" + hex.EncodeToString(sum[:4]) + ".yaml"
 }
 
 // auditArgs and auditVolumes are the apiserver's side of the audit log.

@@ -1,9 +1,6 @@
 package kubeadm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 )
@@ -58,8 +55,7 @@ func Authentication(kubernetesVersion string) (path string, content []byte, ok b
 	if err != nil {
 		panic(err) // constant data: a failure is a bug caught by any test
 	}
-	sum := sha256.Sum256(doc)
-	return AuthenticationDir + "/config-" + hex.EncodeToString(sum[:4]) + ".yaml", doc, true
+	return hashedPath(AuthenticationDir, "config", doc), doc, true
 }
 
 // authenticationArgs and authenticationVolumes are the apiserver's side
