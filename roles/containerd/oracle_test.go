@@ -1,0 +1,133 @@
+package containerd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/homelab-dev/homelab/infra/tools"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
+)
+
+// realContainerd1 is Debian 12's containerd 1.6 from the real lab nodes'
+// root filesystem (infra/tools/build-rootfs.sh, cached).
+func realContainerd1(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-rootfs.sh"))
+	out, err := cmd.Output()
+	if err != nil {
+		toolstest.Missing(t, "the real nodes' root filesystem: infra/tools/build-rootfs.sh: "+err.Error())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	bin := filepath.Join(lines[len(lines)-1], "usr", "bin", "containerd")
+	if v, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(v), " 1.") {
+		toolstest.Missing(t, "containerd 1.x from the root filesystem does not run here: "+string(v))
+	}
+	return bin
+}
+
+// criSection is what a test reads back of the CRI plugin from
+// containerd config dump.
+type criSection struct {
+	SandboxImage string `toml:"sandbox_image"`
+	Containerd   struct {
+		DefaultRuntimeName string `toml:"default_runtime_name"`
+		Runtimes           map[string]struct {
+			Options map[string]any `toml:"options"`
+		} `toml:"runtimes"`
+	} `toml:"containerd"`
+	Registry struct {
+		ConfigPath string `toml:"config_path"`
+	} `toml:"registry"`
+}
+
+// dump is the CRI plugin's section as containerd bin reads the config
+// data, with ConfD moved to dir/conf.d holding dropIns.
+func dump(t *testing.T, bin string, data []byte, dropIns map[string]string) criSection {
+	t.Helper()
+	dir := t.TempDir()
+	confD := filepath.Join(dir, "conf.d")
+	os.MkdirAll(confD, 0o755)
+	for name, content := range dropIns {
+		os.WriteFile(filepath.Join(confD, name), []byte(content), 0o644)
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(string(data), ConfD, confD)), 0o644)
+	out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
+	if err != nil {
+		t.Fatalf("containerd refuses the config: %v\n%s\n%s", err, out, data)
+	}
+	var d struct {
+		Plugins map[string]criSection `toml:"plugins"`
+	}
+	if _, err := toml.Decode(string(out), &d); err != nil {
+		t.Fatalf("the dump: %v\n%s", err, out)
+	}
+	return d.Plugins["io.containerd.grpc.v1.cri"]
+}
+
+// The real containerd 1.6 reads the rendered config as the kubelet needs
+// it: runc on the systemd cgroup driver (and on cgroupfs when asked),
+// kubeadm's pause image as the sandbox, mirrors from certs.d, and the
+// NVIDIA runtime beside runc on its binary.
+func TestContainerd1ReadsTheConfig(t *testing.T) {
+	bin := realContainerd1(t)
+	for _, systemd := range []bool{true, false} {
+		data, err := Render(Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", SystemdCgroup: systemd,
+			Runtimes: map[string]string{"nvidia": "/usr/bin/nvidia-container-runtime"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cri := dump(t, bin, data, nil)
+		if cri.SandboxImage != "registry.k8s.io/pause:3.10.1" || cri.Containerd.DefaultRuntimeName != "runc" || cri.Registry.ConfigPath != CertsD {
+			t.Errorf("systemd %v: sandbox %q, default runtime %q, registry %q", systemd, cri.SandboxImage, cri.Containerd.DefaultRuntimeName, cri.Registry.ConfigPath)
+		}
+		for _, rt := range []string{"runc", "nvidia"} {
+			if got := cri.Containerd.Runtimes[rt].Options["SystemdCgroup"]; got != systemd {
+				t.Errorf("%s's SystemdCgroup is %v, want %v (the kubelet's cgroup driver)", rt, got, systemd)
+			}
+		}
+		if got := cri.Containerd.Runtimes["nvidia"].Options["BinaryName"]; got != "/usr/bin/nvidia-container-runtime" {
+			t.Errorf("nvidia's binary: %v", got)
+		}
+	}
+}
+
+// Why extra runtimes are part of the main file on containerd 1.x: a
+// drop-in that only adds a runtime (what nvidia-ctk writes) replaces the
+// whole CRI plugin section, and the sandbox image, the cgroup driver and
+// the mirrors fall back to containerd's defaults. Should a containerd
+// release merge deeper, this fails and the design can use drop-ins.
+func TestContainerd1ReplacesTheCRISectionOnImport(t *testing.T) {
+	bin := realContainerd1(t)
+	data, err := Render(Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", SystemdCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cri := dump(t, bin, data, map[string]string{"99-nvidia.toml": `version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+`})
+	if _, ok := cri.Containerd.Runtimes["nvidia"]; !ok {
+		t.Fatal("the drop-in was not imported at all")
+	}
+	if cri.SandboxImage == "registry.k8s.io/pause:3.10.1" && cri.Containerd.Runtimes["runc"].Options["SystemdCgroup"] == true {
+		t.Error("containerd 1.x now merges a drop-in into the CRI section: runtimes could be drop-ins again")
+	}
+}
+
+func TestRenderRefusesWhatItCannotWrite(t *testing.T) {
+	if _, err := Render(Config{Major: 2, SandboxImage: "registry.k8s.io/pause:3.10.1"}); err == nil || !strings.Contains(err.Error(), "2.x") {
+		t.Errorf("containerd 2.x: %v", err)
+	}
+	if _, err := Render(Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", Runtimes: map[string]string{"runc": "/usr/bin/other"}}); err == nil {
+		t.Error("a second runc rendered")
+	}
+	if _, err := Render(Config{Major: 1}); err == nil {
+		t.Error("no sandbox image rendered a config")
+	}
+}
