@@ -3,12 +3,14 @@ package clusterlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
@@ -192,6 +194,7 @@ func TestGoneHere(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	execed(cmd.Process.Pid, "sleep")
 	host, _ := os.Hostname()
 	sleeping := Holder{ID: "x", Host: host, PID: cmd.Process.Pid}
 	if !sleeping.GoneHere() {
@@ -207,11 +210,24 @@ func TestGoneHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
+	execed(live.Process.Pid, "sleep 60")
 	if (Holder{ID: "z", Host: host, PID: live.Process.Pid}).GoneHere() {
 		t.Error("a running homelab is gone")
 	}
 	elsewhere := Holder{ID: "y", Host: host + "-other", PID: 1 << 22}
 	if elsewhere.GoneHere() {
 		t.Error("a holder on another machine is known gone from here")
+	}
+}
+
+// execed waits until process pid runs what its command line should hold:
+// until the child has exec'd, its command line is this test's (CI once
+// caught it there).
+func execed(pid int, want string) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), want) {
+			return
+		}
 	}
 }
