@@ -68,6 +68,9 @@ const (
 	// RequireTools=1 (CI) fails a test whose tool is missing instead of
 	// skipping it.
 	RequireTools = "HOMELAB_REQUIRE_TOOLS"
+	// ToolstestChild=1 makes toolstest's own test the child process it
+	// runs to watch Missing skip or fail.
+	ToolstestChild = "HOMELAB_TOOLSTEST_CHILD"
 	// E2EKeep=1 keeps a failed test's lab up for a look inside.
 	E2EKeep = "HOMELAB_E2E_KEEP"
 	// E2ELong=1 also runs the lab tests CI's time leaves out.

@@ -1,13 +1,14 @@
 package toolstest
 
 import (
+	"github.com/homelab-dev/homelab/infra/envvars"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-const childEnv = "HOMELAB_TOOLSTEST_CHILD"
+const childEnv = envvars.ToolstestChild
 
 // Missing skips a test on a developer's machine and fails it in CI: run
 // in a child test process with and without HOMELAB_REQUIRE_TOOLS=1.
