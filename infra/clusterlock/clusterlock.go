@@ -44,9 +44,13 @@ var (
 // Holder is who holds the lock, as the refused run is told.
 type Holder struct {
 	// ID is the run's own random identity: what releases only its lock.
-	ID      string    `json:"id"`
-	User    string    `json:"user"`
-	Host    string    `json:"host"`
+	ID   string `json:"id"`
+	User string `json:"user"`
+	Host string `json:"host"`
+	// Machine is /etc/machine-id: homelab machines often share a host
+	// name (ubuntu, localhost), and a pid means something only on the
+	// machine it ran on.
+	Machine string    `json:"machine,omitempty"`
 	PID     int       `json:"pid"`
 	Command string    `json:"command"`
 	Since   time.Time `json:"since"`
@@ -63,6 +67,7 @@ func Me(command string) Holder {
 		h.User = u.Username
 	}
 	h.Host, _ = os.Hostname()
+	h.Machine = machineID()
 	return h
 }
 
@@ -244,14 +249,13 @@ func Close(nodes []Node) {
 	}
 }
 
-// GoneHere reports whether h is a run on this machine that no longer
-// runs: its process is gone, or its pid now belongs to a program other
-// than homelab. Such a lock (a run killed with SIGKILL, a closed
+// GoneHere reports whether h is a run on this machine (by machine ID, not
+// host name) that no longer runs: its process is gone, or its pid now
+// belongs to a program other than homelab. Such a lock (a run killed with SIGKILL, a closed
 // terminal) can be taken over without asking; one from another machine
 // cannot be checked from here.
 func (h Holder) GoneHere() bool {
-	host, err := os.Hostname()
-	if err != nil || h.Host != host || h.PID <= 0 {
+	if h.Machine == "" || h.Machine != machineID() || h.PID <= 0 {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", h.PID))
@@ -259,4 +263,14 @@ func (h Holder) GoneHere() bool {
 		return os.IsNotExist(err)
 	}
 	return !strings.Contains(string(cmdline), "homelab")
+}
+
+// machineID is this machine's systemd machine ID ("" where there is none:
+// then no holder is ever known gone from here).
+func machineID() string {
+	b, err := os.ReadFile("/etc/machine-id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,8 +196,11 @@ func TestGoneHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	execed(cmd.Process.Pid, "sleep")
-	host, _ := os.Hostname()
-	sleeping := Holder{ID: "x", Host: host, PID: cmd.Process.Pid}
+	here := machineID()
+	if here == "" {
+		toolstest.Missing(t, "no /etc/machine-id on this machine")
+	}
+	sleeping := Holder{ID: "x", Machine: here, PID: cmd.Process.Pid}
 	if !sleeping.GoneHere() {
 		t.Error("a pid running another program than homelab is a live holder")
 	}
@@ -211,12 +215,13 @@ func TestGoneHere(t *testing.T) {
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
 	execed(live.Process.Pid, "sleep 60")
-	if (Holder{ID: "z", Host: host, PID: live.Process.Pid}).GoneHere() {
+	if (Holder{ID: "z", Machine: here, PID: live.Process.Pid}).GoneHere() {
 		t.Error("a running homelab is gone")
 	}
-	elsewhere := Holder{ID: "y", Host: host + "-other", PID: 1 << 22}
+	host, _ := os.Hostname()
+	elsewhere := Holder{ID: "y", Host: host, Machine: here + "-other", PID: 1 << 22}
 	if elsewhere.GoneHere() {
-		t.Error("a holder on another machine is known gone from here")
+		t.Error("a holder on another machine with this host name is known gone from here")
 	}
 }
 
