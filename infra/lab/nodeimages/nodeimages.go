@@ -1,23 +1,30 @@
 // Package nodeimages builds the container images the emulated homelab's
 // real nodes run, from binaries built on this machine (no registry on the
-// Internet is reachable): each is a docker-archive tarball, one layer over
-// nothing, that containerd imports as it would an image pulled from a
-// registry (infra/lab/image's homelab-lab-images.service).
+// Internet is reachable): each one layer over nothing, together an OCI
+// image layout that the lab's registry (infra/lab/registry) serves to the
+// nodes' containerd as their air-gapped mirror.
 package nodeimages
 
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -40,29 +47,97 @@ type Image struct {
 	Cmd        []string
 }
 
-// Write builds img as a docker-archive tarball at out.
-func Write(img Image, out string) error {
-	tag, err := name.NewTag(img.Ref, name.StrictValidation)
+// RefAnnotation names an image in the layout's index with its full
+// reference (registry.k8s.io/pause:3.10.1), as containerd's and
+// skopeo's OCI exports do.
+const RefAnnotation = "org.opencontainers.image.ref.name"
+
+// WriteLayout writes imgs as a new OCI image layout at dir (what the
+// lab's registry serves), each named in the index by RefAnnotation.
+func WriteLayout(dir string, imgs []Image) error {
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	p, err := layout.Write(tmp, empty.Index)
 	if err != nil {
-		return fmt.Errorf("image %q: %w", img.Ref, err)
+		return err
+	}
+	seen := map[string]bool{}
+	for _, img := range imgs {
+		if seen[img.Ref] {
+			return fmt.Errorf("image %s: built twice", img.Ref)
+		}
+		seen[img.Ref] = true
+		i, err := Build(img)
+		if err != nil {
+			return err
+		}
+		if err := p.AppendImage(i, layout.WithAnnotations(map[string]string{RefAnnotation: img.Ref})); err != nil {
+			return fmt.Errorf("image %s: %w", img.Ref, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// Cached returns the directory under cache holding img alone as an OCI
+// layout, written only when no build of the same inputs is there: the
+// same reference, entrypoint and files from the same source files (by
+// size, modification time and inode). Rebuilding the control-plane images
+// at every lab up would hash and write hundreds of megabytes each time.
+func Cached(cache string, img Image) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q\n", img.Ref, img.Entrypoint, img.Cmd)
+	for _, f := range img.Files {
+		fmt.Fprintf(h, "%q %o %q", f.Path, f.Mode, f.Link)
+		if f.Src != "" {
+			st, err := os.Stat(f.Src)
+			if err != nil {
+				return "", fmt.Errorf("image %s: %w", img.Ref, err)
+			}
+			var ino uint64
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				ino = sys.Ino
+			}
+			fmt.Fprintf(h, " %q %d %d %d", f.Src, st.Size(), st.ModTime().UnixNano(), ino)
+		}
+		fmt.Fprintln(h)
+	}
+	dir := filepath.Join(cache, strings.NewReplacer("/", "_", ":", "_").Replace(img.Ref)+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	return dir, WriteLayout(dir, []Image{img})
+}
+
+// Build builds img: one layer over nothing, for this machine's platform.
+func Build(img Image) (v1.Image, error) {
+	if _, err := name.NewTag(img.Ref, name.StrictValidation); err != nil {
+		return nil, fmt.Errorf("image %q: %w", img.Ref, err)
 	}
 	layerTar, err := layerOf(img.Files)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
+		return nil, fmt.Errorf("image %s: %w", img.Ref, err)
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	i, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf, err := i.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf = cf.DeepCopy()
 	// containerd picks the image's platform from its config: one that says
@@ -70,15 +145,7 @@ func Write(img Image, out string) error {
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config.Entrypoint, cf.Config.Cmd = img.Entrypoint, img.Cmd
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	i, err = mutate.ConfigFile(i, cf)
-	if err != nil {
-		return err
-	}
-	tmp := out + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, i); err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
-	return os.Rename(tmp, out)
+	return mutate.ConfigFile(i, cf)
 }
 
 // layerOf is the layer's tar: each file with its parent directories, in a

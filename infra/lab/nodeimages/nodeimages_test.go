@@ -10,14 +10,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// The archive is what containerd imports: the tag it names, the platform
-// it unpacks for, the entrypoint, and the file at its path with its mode;
-// built twice from the same file it is the same image.
-func TestWriteReadsBackAsBuilt(t *testing.T) {
+// The layout is what the lab's registry serves: the reference it names,
+// the platform containerd unpacks for, the entrypoint, and the file at its
+// path with its mode; built twice from the same file it is the same image.
+func TestWriteLayoutReadsBackAsBuilt(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "pause")
 	if err := os.WriteFile(bin, []byte("\x7fELF not really"), 0o755); err != nil {
@@ -25,12 +24,20 @@ func TestWriteReadsBackAsBuilt(t *testing.T) {
 	}
 	img := Image{Ref: "registry.k8s.io/pause:3.10.1", Files: []File{{Src: bin, Path: "/usr/bin/pause"}}, Entrypoint: []string{"/usr/bin/pause"}}
 	var digests []string
-	for _, out := range []string{filepath.Join(dir, "a.tar"), filepath.Join(dir, "b.tar")} {
-		if err := Write(img, out); err != nil {
+	for _, out := range []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")} {
+		if err := WriteLayout(out, []Image{img}); err != nil {
 			t.Fatal(err)
 		}
-		tag, _ := name.NewTag(img.Ref)
-		i, err := tarball.ImageFromPath(out, &tag)
+		p, err := layout.FromPath(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, _ := p.ImageIndex()
+		im, err := idx.IndexManifest()
+		if err != nil || len(im.Manifests) != 1 || im.Manifests[0].Annotations[RefAnnotation] != img.Ref {
+			t.Fatalf("index: %+v %v", im, err)
+		}
+		i, err := p.Image(im.Manifests[0].Digest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,9 +86,17 @@ func TestWriteReadsBackAsBuilt(t *testing.T) {
 	}
 }
 
-func TestWriteRefusesABadReference(t *testing.T) {
-	if err := Write(Image{Ref: "Not A Ref"}, filepath.Join(t.TempDir(), "x.tar")); err == nil {
+func TestWriteLayoutRefuses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	if err := WriteLayout(dir, []Image{{Ref: "Not A Ref"}}); err == nil {
 		t.Error("accepted a reference that is not one")
+	}
+	twice := Image{Ref: "registry.k8s.io/pause:3.10.1"}
+	if err := WriteLayout(dir, []Image{twice, twice}); err == nil {
+		t.Error("accepted one reference twice")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused layout was left at %s: %v", dir, err)
 	}
 }
 
@@ -120,5 +135,31 @@ func TestLinksFollowTheirTargets(t *testing.T) {
 	}
 	if !seen["install-plugin.sh"] {
 		t.Error("no link in the layer")
+	}
+}
+
+// A cached image is built once per set of inputs: the same inputs give
+// the same directory without a rebuild, a changed source file a new one.
+func TestCachedRebuildsOnlyChangedInputs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.WriteFile(bin, []byte("one"), 0o755)
+	img := Image{Ref: "registry.k8s.io/kube-apiserver:v1.34.4", Files: []File{{Src: bin, Path: "/usr/local/bin/kube-apiserver"}}}
+	cache := filepath.Join(dir, "cache")
+	a, err := Cached(cache, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(a, "marker")
+	os.WriteFile(marker, nil, 0o644)
+	if b, err := Cached(cache, img); err != nil || b != a {
+		t.Fatalf("same inputs: %s %v, want %s", b, err, a)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("the same inputs rebuilt the layout")
+	}
+	os.WriteFile(bin, []byte("two, longer"), 0o755)
+	if c, err := Cached(cache, img); err != nil || c == a {
+		t.Errorf("a changed binary: %s %v", c, err)
 	}
 }
