@@ -50,6 +50,10 @@ const (
 	// LabAptServe marks the re-executed process that serves the lab's apt
 	// repository in the gateway namespace ("ADDRESS DIR").
 	LabAptServe = "HOMELAB_LAB_APT_SERVE"
+	// LabRegistryServe marks the re-executed process that serves the lab's
+	// container registry in the gateway namespace ("ADDRESS LIST", LIST a file
+	// naming the image layouts it serves).
+	LabRegistryServe = "HOMELAB_LAB_REGISTRY_SERVE"
 	// NodeBin, KubeDir and EtcdDir point the lab at prebuilt binaries: the
 	// stand-ins' homelab-node, the Kubernetes binaries, etcd.
 	NodeBin = "HOMELAB_NODE_BIN"

@@ -2,23 +2,19 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/inventory"
 )
 
@@ -158,66 +154,17 @@ func (l *Lab) checkAptInventory(s *State, inv *inventory.Inventory, versions []s
 }
 
 // startAptServer starts the repository's server on the gateway address in
-// nsPath, the gateway namespace (the lab's own binary, re-executed), and
-// waits until it answers there.
+// nsPath, the gateway namespace, and waits until it answers there.
 func (l *Lab) startAptServer(ctx context.Context, s *State, nsPath string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(l.aptLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
 	addr := net.JoinHostPort(s.Gateway, aptPort)
-	cmd := exec.Command("nsenter", "--net="+nsPath, "--", exe)
-	cmd.Env = []string{envAptServe + "=" + addr + " " + l.aptRepoDir(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the apt repository's server: %w", err)
-	}
-	go cmd.Wait()
-	p, err := procOf(cmd.Process.Pid)
-	if err != nil {
-		return fmt.Errorf("the apt repository's server died at once; see %s", l.aptLogPath())
-	}
-	s.AptServer = p
-	if err := l.saveState(s); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := netns.Dial(ctx, nsPath, "tcp", addr)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if !p.Alive() || time.Now().After(deadline) {
-			return fmt.Errorf("the apt repository's server does not answer on %s in %s: %w (see %s)", addr, nsPath, err, l.aptLogPath())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return l.startGatewayServer(ctx, s, &s.AptServer, gatewayServer{
+		what: "the apt repository's server", env: envAptServe + "=" + addr + " " + l.aptRepoDir(),
+		nsPath: nsPath, addr: addr, log: l.aptLogPath(),
+	})
 }
 
 func (l *Lab) stopAptServer(s *State) error {
-	if s.AptServer == nil {
-		return nil
-	}
-	if err := s.AptServer.Kill(); err != nil {
-		return fmt.Errorf("stopping the apt repository's server (pid %d): %w", s.AptServer.PID, err)
-	}
-	if err := waitGone(5*time.Second, func() int {
-		if s.AptServer.Alive() {
-			return 1
-		}
-		return 0
-	}); err != nil {
-		return errors.New("the apt repository's server outlived SIGKILL")
-	}
-	s.AptServer = nil
-	return nil
+	return stopGatewayServer(&s.AptServer, "the apt repository's server")
 }
 
 // freshDpkg is a new node's dpkg database: the machine's, without the

@@ -226,7 +226,6 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (str
 		// Debian's packages enabled ssh and containerd in the rootfs.
 		if err := l.linkUnits(node, map[string]string{
 			"kubelet.service": "/usr/lib/systemd/system/kubelet.service",
-			image.ImagesUnit:  "/etc/systemd/system/" + image.ImagesUnit,
 		}); err != nil {
 			return "", err
 		}
@@ -314,12 +313,21 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 StrictModes no
 `, s.SSHPort, n.Address, hostKeyPath)
-	for _, f := range []nodeFile{
+	files := []nodeFile{
 		{Path: "/etc/hostname", Content: []byte(n.Name + "\n")},
 		{Path: "/etc/hosts", Content: []byte(hosts)},
 		{Path: "/etc/resolv.conf", Content: []byte(resolvConf(s))},
 		{Path: "/etc/ssh/sshd_config.d/50-homelab-lab.conf", Content: []byte(sshd)},
-	} {
+	}
+	if n.System == SystemSystemd {
+		// The registry's address is the lab's network, like the resolver.
+		mirrors, err := mirrorFiles(s)
+		if err != nil {
+			return err
+		}
+		files = append(files, mirrors...)
+	}
+	for _, f := range files {
 		if err := l.writeNodeFile(n.Name, f); err != nil {
 			return fmt.Errorf("%s on %s: %w", f.Path, n.Name, err)
 		}

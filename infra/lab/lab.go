@@ -82,6 +82,9 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion); err != nil {
 			return fail(err)
 		}
+		if err := l.buildRegistry(inv.Cluster.KubernetesVersion); err != nil {
+			return fail(err)
+		}
 	}
 	if s.Packages {
 		versions, err := l.buildAptRepo()
@@ -122,6 +125,11 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	}
 	if s.Packages {
 		if err := l.startAptServer(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
+			return fail(err)
+		}
+	}
+	if s.HasSystemd() {
+		if err := l.startRegistry(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
 			return fail(err)
 		}
 	}
@@ -272,7 +280,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	if err != nil {
 		return err
 	}
-	errs := []error{l.stopAptServer(s)}
+	errs := []error{l.stopAptServer(s), l.stopRegistry(s)}
 	for i := len(s.Nodes) - 1; i >= 0; i-- {
 		n := s.Nodes[i]
 		if n.Power == powerOn {

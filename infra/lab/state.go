@@ -41,9 +41,11 @@ type State struct {
 	// Packages: the inventory manages its Kubernetes packages, so nodes
 	// get kubeadm, kubelet and kubectl from the lab's apt repository,
 	// which AptServer serves in the gateway namespace.
-	Packages  bool         `json:"packages,omitempty"`
-	AptServer *Proc        `json:"aptServer,omitempty"`
-	Nodes     []*NodeState `json:"nodes"`
+	Packages  bool  `json:"packages,omitempty"`
+	AptServer *Proc `json:"aptServer,omitempty"`
+	// RegistryServer serves the lab's images to real nodes (registry.go).
+	RegistryServer *Proc        `json:"registryServer,omitempty"`
+	Nodes          []*NodeState `json:"nodes"`
 }
 
 // Link is a veth pair: Name in BridgeNetns, Peer (renamed) in Netns.

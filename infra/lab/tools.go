@@ -19,9 +19,6 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
-	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
-	"github.com/homelab-dev/homelab/infra/lab/image"
-	"github.com/homelab-dev/homelab/infra/lab/nodeimages"
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
 	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/nodestatus"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -302,6 +299,16 @@ var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "
 // etcd tag whose etcd is not cached is left out, so its static pod fails to
 // start, as a pull of an image the registry lacks does.
 func (l *Lab) buildImages(root, kubeVersion, kube, etcd, node string) error {
+	return l.eachKubeadmImage(kubeVersion, kube, etcd, node, func(ref string, bins map[string]string) error {
+		return images.Add(root, ref, bins, linkOrCopy)
+	})
+}
+
+// eachKubeadmImage calls add with every image kubeadm lists for each
+// Kubernetes version the lab has (the declared one from kube, the others
+// from the tools cache) and the binaries it holds (imageBinaries), each
+// image once. An etcd tag whose etcd is not cached is left out (logged).
+func (l *Lab) eachKubeadmImage(kubeVersion, kube, etcd, node string, add func(ref string, bins map[string]string) error) error {
 	dirs := map[string]string{kubeVersion: kube}
 	if cached, err := cachedKubeVersions(); err == nil {
 		for _, v := range cached {
@@ -333,7 +340,7 @@ func (l *Lab) buildImages(root, kubeVersion, kube, etcd, node string) error {
 			if err != nil {
 				return fmt.Errorf("kubeadm %s lists %w", v, err)
 			}
-			if err := images.Add(root, ref, bins, linkOrCopy); err != nil {
+			if err := add(ref, bins); err != nil {
 				return err
 			}
 			done[ref] = true
@@ -424,8 +431,8 @@ var systemdBins = []string{"kubeadm", "kubectl", "kubelet"}
 
 // buildSystemd returns the real nodes' rootfs (built once by
 // infra/tools/build-rootfs.sh) and assembles the layer laid over their
-// /usr: systemdBins of kubeVersion, etcdctl, and the images the nodes
-// import at boot, built here (pause from its C source).
+// /usr: systemdBins of kubeVersion and etcdctl. Their images come from
+// the lab's registry (buildRegistry).
 func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error) {
 	root, rootErr := repoRoot()
 	if rootErr != nil {
@@ -448,11 +455,8 @@ func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error)
 		return "", "", err
 	}
 	bin := filepath.Join(tmp, "usr", "bin")
-	imgs := filepath.Join(tmp, filepath.FromSlash(image.ImagesDir))
-	for _, d := range []string{bin, imgs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", "", err
-		}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", "", err
 	}
 	for _, b := range systemdBins {
 		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
@@ -462,63 +466,10 @@ func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error)
 	if err := linkOrCopy(filepath.Join(etcd, "etcdctl"), filepath.Join(bin, "etcdctl")); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, filepath.FromSlash(image.ImportImagesPath)), image.ImportImages(), 0o755); err != nil {
-		return "", "", err
-	}
-	sandbox, err := sandboxImage(filepath.Join(kube, "kubeadm"), kubeVersion)
-	if err != nil {
-		return "", "", err
-	}
-	_, pauseTag, _ := images.Ref(sandbox)
-	pause, err := l.buildScript(root, "pause", "KUBE_VERSION="+kubeVersion, "PAUSE_VERSION="+pauseTag)
-	if err != nil {
-		return "", "", err
-	}
-	err = nodeimages.Write(nodeimages.Image{
-		Ref:        sandbox,
-		Files:      []nodeimages.File{{Src: filepath.Join(pause, "pause"), Path: "/pause"}},
-		Entrypoint: []string{"/pause"},
-	}, filepath.Join(imgs, "pause.tar"))
-	if err != nil {
-		return "", "", err
-	}
-	if err := l.ciliumImages(root, rootErr, imgs, filepath.Join(pause, "pause")); err != nil {
-		return "", "", err
-	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", "", err
 	}
 	return rootfs, dir, os.Rename(tmp, dir)
-}
-
-// ciliumImages are the images of the lab's Cilium chart as a real node
-// pulls them: the agent's runs the stand-in agent (homelab-node as
-// cilium-agent, and as /install-plugin.sh for its init container); the
-// operator's runs pause under the operator's name, as nothing here can
-// run an operator and nothing waits on its work.
-func (l *Lab) ciliumImages(root string, rootErr error, dir, pause string) error {
-	agent, operator, err := ciliumchart.Images()
-	if err != nil {
-		return err
-	}
-	node, err := l.nodeBinary(root, rootErr)
-	if err != nil {
-		return err
-	}
-	err = nodeimages.Write(nodeimages.Image{
-		Ref: agent,
-		Files: []nodeimages.File{
-			{Src: node, Path: "/usr/bin/cilium-agent"},
-			{Path: "/install-plugin.sh", Link: "/usr/bin/cilium-agent"},
-		},
-	}, filepath.Join(dir, "cilium.tar"))
-	if err != nil {
-		return err
-	}
-	return nodeimages.Write(nodeimages.Image{
-		Ref:   operator,
-		Files: []nodeimages.File{{Src: pause, Path: "/usr/bin/cilium-operator-generic"}},
-	}, filepath.Join(dir, "cilium-operator.tar"))
 }
 
 // sandboxImage is the pause image kubeadm of that version deploys.

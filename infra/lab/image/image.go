@@ -60,7 +60,6 @@ var layout = []struct {
 	// files go to the node's own /run.
 	{"keepalived.default", "/etc/default/keepalived", standIn, 0o644},
 	{"containerd-config.toml", "/etc/containerd/config.toml", real, 0o644},
-	{"homelab-lab-images.service", "/etc/systemd/system/homelab-lab-images.service", real, 0o644},
 }
 
 // Files returns a stand-in node's files in a fixed order.
@@ -87,14 +86,3 @@ func read(name string) []byte {
 	}
 	return b
 }
-
-// ImportImages is the script homelab-lab-images.service runs, which the
-// lab installs as ImportImagesPath in a real node's tools layer beside
-// the image archives in ImagesDir.
-func ImportImages() []byte { return read("import-images") }
-
-const (
-	ImportImagesPath = "/usr/lib/homelab/import-images"
-	ImagesDir        = "/usr/lib/homelab/images"
-	ImagesUnit       = "homelab-lab-images.service"
-)
