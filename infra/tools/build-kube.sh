@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds kubeadm, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl and the kubelet from the k8s.io/kubernetes Go module (no prebuilt downloads reach
+# kubectl, the kubelet and kube-proxy from the k8s.io/kubernetes Go module (no prebuilt downloads reach
 # these machines) into a cache outside the repository, keyed by version.
 # Prints the directory holding the binaries. Reuses a complete cache.
 set -euo pipefail
 version=${KUBE_VERSION:-v1.34.4}
 cache=${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}
 out="$cache/tools/kubernetes-$version"
-bins=(kubeadm kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
+bins=(kubeadm kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 want=${KUBE_BINS:-${bins[*]}}
 
 missing=()
@@ -20,7 +20,7 @@ work="$cache/build/kubernetes-$version"
 mkdir -p "$work" "$out"
 cd "$work"
 # A tools.go from before a binary was added lacks that binary's modules.
-if [ ! -f go.mod ] || ! grep -q "k8s.io/kubernetes $version" go.mod || ! grep -q 'cmd/kubelet"' tools.go 2>/dev/null; then
+if [ ! -f go.mod ] || ! grep -q "k8s.io/kubernetes $version" go.mod || ! grep -q 'cmd/kube-proxy"' tools.go 2>/dev/null; then
   rm -f go.mod go.sum
   go mod init homelab.local/kubebuild >/dev/null 2>&1
   # The staging modules kubernetes replaces with ./staging/src/... must be
@@ -40,6 +40,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
   echo "build-kube: resolving modules for kubernetes $version" >&2

@@ -49,6 +49,9 @@ bash "$here/build-etcd.sh" >/dev/null
 bash "$here/build-kube.sh" >/dev/null
 ETCD_VERSION=v3.6.6 bash "$here/build-etcd.sh" >/dev/null
 KUBE_VERSION=v1.35.4 bash "$here/build-kube.sh" >/dev/null
+# The DNS addon's images of both versions (kubeadm config images list).
+bash "$here/build-coredns.sh" >/dev/null
+COREDNS_VERSION=v1.13.1 bash "$here/build-coredns.sh" >/dev/null
 bash "$here/build-rootfs.sh" >/dev/null
 bash "$here/build-pause.sh" >/dev/null
 pulumi_dir=$(bash "$here/build-pulumi.sh")

@@ -12,12 +12,13 @@ import (
 	"github.com/homelab-dev/homelab/infra/envvars"
 )
 
-// Versions the project builds and tests with. EtcdVersion is the etcd
-// kubeadm KubernetesVersion deploys (its `kubeadm config images list`
-// names etcd:3.6.5-0).
+// Versions the project builds and tests with. EtcdVersion and
+// CorednsVersion are what kubeadm KubernetesVersion deploys (its `kubeadm
+// config images list` names etcd:3.6.5-0 and coredns:v1.12.1).
 const (
 	KubernetesVersion = "v1.34.4"
 	EtcdVersion       = "v3.6.5"
+	CorednsVersion    = "v1.12.1"
 	PulumiVersion     = "v3.274.1"
 )
 
@@ -27,6 +28,7 @@ const (
 const (
 	UpgradeKubernetesVersion = "v1.35.4"
 	UpgradeEtcdVersion       = "v3.6.6"
+	UpgradeCorednsVersion    = "v1.13.1"
 )
 
 // KubernetesDir and EtcdDir are the cache directories of one version's
@@ -39,6 +41,11 @@ func KubernetesDir(version string) string {
 // EtcdDir: see KubernetesDir.
 func EtcdDir(version string) string {
 	return filepath.Join(CacheDir(), "tools", "etcd-"+version)
+}
+
+// CorednsDir is where build-coredns.sh caches CoreDNS of a version (v1.12.1).
+func CorednsDir(version string) string {
+	return filepath.Join(CacheDir(), "tools", "coredns-"+version)
 }
 
 // CacheDir is where the build scripts put their binaries.

@@ -25,8 +25,9 @@ func script(t *testing.T, name string) string {
 // setup.sh builds the upgrade's second version as well.
 func TestScriptsBuildTheDeclaredVersions(t *testing.T) {
 	for name, want := range map[string]string{
-		"build-kube.sh": "version=${KUBE_VERSION:-" + KubernetesVersion + "}",
-		"build-etcd.sh": "version=${ETCD_VERSION:-" + EtcdVersion + "}",
+		"build-kube.sh":    "version=${KUBE_VERSION:-" + KubernetesVersion + "}",
+		"build-etcd.sh":    "version=${ETCD_VERSION:-" + EtcdVersion + "}",
+		"build-coredns.sh": "version=${COREDNS_VERSION:-" + CorednsVersion + "}",
 	} {
 		if !strings.Contains(script(t, name), want) {
 			t.Errorf("%s: no %q", name, want)
@@ -38,6 +39,8 @@ func TestScriptsBuildTheDeclaredVersions(t *testing.T) {
 		regexp.MustCompile(`(?m)^bash "\$here/build-kube.sh"`),
 		regexp.MustCompile(`(?m)^ETCD_VERSION=` + regexp.QuoteMeta(UpgradeEtcdVersion) + ` bash "\$here/build-etcd.sh"`),
 		regexp.MustCompile(`(?m)^KUBE_VERSION=` + regexp.QuoteMeta(UpgradeKubernetesVersion) + ` bash "\$here/build-kube.sh"`),
+		regexp.MustCompile(`(?m)^bash "\$here/build-coredns.sh"`),
+		regexp.MustCompile(`(?m)^COREDNS_VERSION=` + regexp.QuoteMeta(UpgradeCorednsVersion) + ` bash "\$here/build-coredns.sh"`),
 	} {
 		if !want.MatchString(setup) {
 			t.Errorf("setup.sh: no line matching %s", want)
@@ -58,10 +61,13 @@ func TestDirs(t *testing.T) {
 	}
 }
 
-// Each Kubernetes version's kubeadm deploys the etcd paired with it here
-// (checked with the cached kubeadm, when it is built).
+// Each Kubernetes version's kubeadm deploys the etcd and CoreDNS paired
+// with it here (checked with the cached kubeadm, when it is built).
 func TestEtcdIsWhatKubeadmDeploys(t *testing.T) {
-	for kube, etcd := range map[string]string{KubernetesVersion: EtcdVersion, UpgradeKubernetesVersion: UpgradeEtcdVersion} {
+	for kube, want := range map[string][]string{
+		KubernetesVersion:        {"registry.k8s.io/etcd:" + strings.TrimPrefix(EtcdVersion, "v") + "-0", "registry.k8s.io/coredns/coredns:" + CorednsVersion},
+		UpgradeKubernetesVersion: {"registry.k8s.io/etcd:" + strings.TrimPrefix(UpgradeEtcdVersion, "v") + "-0", "registry.k8s.io/coredns/coredns:" + UpgradeCorednsVersion},
+	} {
 		kubeadm := filepath.Join(KubernetesDir(kube), "kubeadm")
 		if _, err := os.Stat(kubeadm); err != nil {
 			t.Logf("kubeadm %s is not built: not checked", kube)
@@ -71,9 +77,10 @@ func TestEtcdIsWhatKubeadmDeploys(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kubeadm %s config images list: %v", kube, err)
 		}
-		want := "registry.k8s.io/etcd:" + strings.TrimPrefix(etcd, "v") + "-0"
-		if !strings.Contains(" "+strings.Join(strings.Fields(string(out)), " ")+" ", " "+want+" ") {
-			t.Errorf("kubeadm %s lists %q, not %s", kube, out, want)
+		for _, w := range want {
+			if !strings.Contains(" "+strings.Join(strings.Fields(string(out)), " ")+" ", " "+w+" ") {
+				t.Errorf("kubeadm %s lists %q, not %s", kube, out, w)
+			}
 		}
 	}
 }
