@@ -82,7 +82,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion); err != nil {
 			return fail(err)
 		}
-		if err := l.buildRegistry(inv.Cluster.KubernetesVersion); err != nil {
+		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
 			return fail(err)
 		}
 	}

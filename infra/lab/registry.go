@@ -76,12 +76,13 @@ func mirrorFiles(s *State) ([]nodeFile, error) {
 	return out, nil
 }
 
-// buildRegistry writes the registry's layout: for every Kubernetes version
-// the lab has, the control-plane images and each etcd tag with their
-// binaries in /usr/local/bin (where the official images keep them, on the
-// PATH kubeadm's manifests rely on), each pause tag built from its C
-// source, and the Cilium chart's images.
-func (l *Lab) buildRegistry(kubeVersion string) error {
+// buildRegistry writes the list of image layouts the registry serves: for
+// every Kubernetes version the lab has, every image kubeadm lists, with its
+// binaries where the official image keeps them (control-plane, etcd and
+// kube-proxy in /usr/local/bin, on the PATH kubeadm's manifests rely on;
+// CoreDNS at the root), kube-proxy with the iptables and nft of rootfs,
+// each pause tag built from its C source; and the Cilium chart's images.
+func (l *Lab) buildRegistry(kubeVersion, rootfs string) error {
 	start := time.Now()
 	root, rootErr := repoRoot()
 	if rootErr != nil {
@@ -115,6 +116,25 @@ func (l *Lab) buildRegistry(kubeVersion string) error {
 			}
 			pause = filepath.Join(dir, "pause")
 			img.Files, img.Entrypoint = []nodeimages.File{{Src: pause, Path: "/pause"}}, []string{"/pause"}
+		case "coredns":
+			if len(bins) == 0 {
+				l.logf("lab: the registry has no %s: COREDNS_VERSION=%s infra/tools/build-coredns.sh builds it", ref, tag)
+				return nil
+			}
+			// The official image: the binary alone at the root.
+			img.Files, img.Entrypoint = []nodeimages.File{{Src: bins["coredns"], Path: "/coredns"}}, []string{"/coredns"}
+		case "kube-proxy":
+			if len(bins) == 0 {
+				l.logf("lab: the registry has no %s: infra/tools/build-kube.sh builds it", ref)
+				return nil
+			}
+			// kube-proxy programs the node through these, as the
+			// official image's Debian-based iptables set does.
+			tools, err := nodeimages.FromRoot(rootfs, kubeProxyTools)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ref, err)
+			}
+			img.Files = append(tools, nodeimages.File{Src: bins["kube-proxy"], Path: "/usr/local/bin/kube-proxy"})
 		default:
 			if len(bins) == 0 {
 				l.logf("lab: the registry has no %s (nothing builds it yet): a pull of it fails", ref)
@@ -153,6 +173,17 @@ func (l *Lab) buildRegistry(kubeVersion string) error {
 	}
 	l.logf("lab: registry of %d images ready in %s", len(imgs)+len(cilium), time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// kubeProxyTools are what kube-proxy runs in each of its modes, from the
+// real nodes' Debian: iptables and ip6tables (nf_tables backend, Debian
+// 12's default, as the node's own), with their save/restore and the
+// extensions they dlopen, nft for the nftables mode, conntrack.
+var kubeProxyTools = []string{
+	"/usr/sbin/iptables", "/usr/sbin/iptables-save", "/usr/sbin/iptables-restore",
+	"/usr/sbin/ip6tables", "/usr/sbin/ip6tables-save", "/usr/sbin/ip6tables-restore",
+	"/usr/lib/x86_64-linux-gnu/xtables/",
+	"/usr/sbin/nft", "/usr/sbin/conntrack",
 }
 
 // ciliumImages are the images of the lab's Cilium chart as a real node

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"os"
 	"path/filepath"
@@ -62,6 +63,18 @@ func TestRealNodeInTheLab(t *testing.T) {
 	// rather than looked for on the Internet.
 	if out, err := l.Run(ctx, "gpu-4", "ctr --namespace k8s.io images pull --hosts-dir /etc/containerd/certs.d registry.k8s.io/no-such-image:v0 2>&1"); err == nil || !strings.Contains(out, "not found") {
 		t.Errorf("pulling an image the lab's registry lacks: %v: %s", err, out)
+	}
+
+	// kube-proxy's image runs as the DaemonSet runs it: its binary, and
+	// the iptables it programs the node with, on the node's network.
+	for _, c := range []string{
+		"ctr --namespace k8s.io images pull --hosts-dir /etc/containerd/certs.d registry.k8s.io/kube-proxy:" + tools.KubernetesVersion + " >/dev/null",
+		"ctr --namespace k8s.io run --rm --net-host --privileged registry.k8s.io/kube-proxy:" + tools.KubernetesVersion + " kp-version /usr/local/bin/kube-proxy --version",
+		"ctr --namespace k8s.io run --rm --net-host --privileged registry.k8s.io/kube-proxy:" + tools.KubernetesVersion + " kp-iptables iptables -t nat -L -n",
+	} {
+		if out, err := l.Run(ctx, "gpu-4", c+" 2>&1"); err != nil {
+			t.Errorf("%s: %v: %s", c, err, out)
+		}
 	}
 
 	// The real kubelet, standalone, runs a static pod as a real container.

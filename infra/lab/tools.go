@@ -385,6 +385,17 @@ func imageBinaries(ref, kube, etcd, node string) (map[string]string, error) {
 		}
 	case name == "pause":
 		bins["pause"] = node
+	case name == "kube-proxy":
+		// Older caches lack it (build-kube.sh builds it since issue 30's
+		// registry): the image is then absent, as the stand-ins need it
+		// not.
+		if checkBins(kube, []string{name}) == nil {
+			bins[name] = filepath.Join(kube, name)
+		}
+	case name == "coredns":
+		if dir := tools.CorednsDir(tag); checkBins(dir, []string{name}) == nil {
+			bins[name] = filepath.Join(dir, name)
+		}
 	}
 	return bins, nil
 }
