@@ -100,6 +100,13 @@ type Network struct {
 type KubeProxy struct {
 	Replacement string `json:"replacement" yaml:"replacement"`
 	Mode        string `json:"mode" yaml:"mode"`
+	// ConntrackMaxPerCore is kube-proxy's conntrack.maxPerCore. nil keeps
+	// kube-proxy's default (32768 per core, written to the kernel's
+	// nf_conntrack_max); 0 leaves the kernel's limit alone, which a node
+	// in a container needs (LXC, a network namespace): there the limit is
+	// the host's and read-only, and kube-proxy exits with "open
+	// /proc/sys/net/netfilter/nf_conntrack_max: permission denied".
+	ConntrackMaxPerCore *int32 `json:"conntrackMaxPerCore,omitempty" yaml:"conntrackMaxPerCore"`
 }
 
 // Cilium says where the Cilium chart comes from. Empty Chart: the official

@@ -87,6 +87,9 @@ func validate(inv *Inventory, pos positions, files bool) ([]*Problem, error) {
 	default:
 		ps.errorf("cluster.kubeProxy.mode", "%q is not a kube-proxy mode (kubeadm would accept it and kube-proxy would fail); use iptables, ipvs or nftables", c.KubeProxy.Mode)
 	}
+	if m := c.KubeProxy.ConntrackMaxPerCore; m != nil && *m < 0 {
+		ps.errorf("cluster.kubeProxy.conntrackMaxPerCore", "%d is negative; use 0 (leave the kernel's limit, for nodes in containers) or a count per core, or leave it out for kube-proxy's default", *m)
+	}
 
 	switch c.CNI {
 	case CNICilium:

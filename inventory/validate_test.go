@@ -218,6 +218,7 @@ func TestBadInventories(t *testing.T) {
 		{name: "service range of one address", mutate: func(m map[string]any) { at(m, "cluster.network")["serviceCIDR"] = "10.96.0.0/32" }, want: []string{"cluster.network.serviceCIDR"}},
 		{name: "kube-proxy mode", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["mode"] = "bogus" }, want: []string{"cluster.kubeProxy.mode"}},
 		{name: "kube-proxy replacement", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["replacement"] = "calico" }, want: []string{"cluster.kubeProxy.replacement"}},
+		{name: "kube-proxy conntrack", mutate: func(m map[string]any) { at(m, "cluster.kubeProxy")["conntrackMaxPerCore"] = -1 }, want: []string{"cluster.kubeProxy.conntrackMaxPerCore"}},
 		{name: "cni", mutate: func(m map[string]any) { at(m, "cluster")["cni"] = "calico" }, want: []string{"cluster.cni"}},
 		{name: "no CNI to replace kube-proxy", mutate: func(m map[string]any) { at(m, "cluster")["cni"] = "none" }, want: []string{"cluster.cni"}},
 		{name: "extra SAN bad IP", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"10.0.0.999"} }, want: []string{"cluster.extraSANs[0]"}},

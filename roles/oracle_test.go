@@ -6,8 +6,10 @@ package roles
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -335,4 +337,42 @@ func kubeletExtraArgs(t *testing.T, content []byte) []string {
 		}
 	}
 	return out
+}
+
+// kube-proxy reads the KubeProxyConfiguration we render as we mean it:
+// the real kube-proxy, run on it in a network namespace of its own (it
+// stops at the missing API before it touches anything), passes validation
+// with conntrack.maxPerCore 0 (nodes in containers) and unset, decodes it
+// strictly (a misspelt field would fall back to lenient decoding), and
+// refuses -1.
+func TestKubeProxyReadsItsConfig(t *testing.T) {
+	kubeProxy := toolstest.Require(t, "kube-proxy")
+	if os.Geteuid() != 0 {
+		toolstest.Missing(t, "a network namespace of its own needs root")
+	}
+	zero, negative := int32(0), int32(-1)
+	for _, n := range []*int32{nil, &zero, &negative} {
+		name := "unset"
+		if n != nil {
+			name = fmt.Sprint(*n)
+		}
+		inv := layoutInventory(t, inventory.LayoutVIP)
+		inv.Cluster.KubeProxy.Replacement = inventory.ReplacementNone
+		inv.Cluster.KubeProxy.ConntrackMaxPerCore = n
+		data, err := yaml.Marshal(kubeadm.KubeProxy(inv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "kube-proxy.yaml")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, _ := exec.CommandContext(ctx, "unshare", "--net", kubeProxy, "--config", p, "--hostname-override", "oracle").CombinedOutput()
+		cancel()
+		invalid := strings.Contains(string(out), "failed validate")
+		if invalid != (n == &negative) || strings.Contains(string(out), "strict decoding error") || !invalid && !strings.Contains(string(out), "in-cluster configuration") {
+			t.Errorf("maxPerCore %s:\n%s\n%s", name, data, out)
+		}
+	}
 }

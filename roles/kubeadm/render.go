@@ -138,11 +138,15 @@ func certificateValidity(c inventory.Certificates) string {
 
 // KubeProxy renders kube-proxy's configuration (only while kube-proxy runs).
 func KubeProxy(inv *inventory.Inventory) KubeProxyConfiguration {
-	return KubeProxyConfiguration{
+	k := KubeProxyConfiguration{
 		TypeMeta:    TypeMeta{kubeProxyAPIVersion, "KubeProxyConfiguration"},
 		Mode:        inv.Cluster.KubeProxy.Mode,
 		ClusterCIDR: inv.Cluster.Network.PodCIDR,
 	}
+	if m := inv.Cluster.KubeProxy.ConntrackMaxPerCore; m != nil {
+		k.Conntrack = &KubeProxyConntrackConfiguration{MaxPerCore: m}
+	}
+	return k
 }
 
 func kubelet(inv *inventory.Inventory) KubeletConfiguration {

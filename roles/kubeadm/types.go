@@ -155,6 +155,12 @@ type KubeletConfiguration struct {
 
 type KubeProxyConfiguration struct {
 	TypeMeta    `json:",inline"`
-	Mode        string `json:"mode"`
-	ClusterCIDR string `json:"clusterCIDR"`
+	Mode        string                           `json:"mode"`
+	ClusterCIDR string                           `json:"clusterCIDR"`
+	Conntrack   *KubeProxyConntrackConfiguration `json:"conntrack,omitempty"`
+}
+
+type KubeProxyConntrackConfiguration struct {
+	// MaxPerCore 0 leaves nf_conntrack_max as it is.
+	MaxPerCore *int32 `json:"maxPerCore"`
 }
