@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/readiness"
@@ -91,10 +92,16 @@ func podProblem(pod *corev1.Pod) string {
 	return string(pod.Status.Phase)
 }
 
+// kubeProxyLabel selects kubeadm's kube-proxy pods.
+const kubeProxyLabel = "k8s-app=kube-proxy"
+
 // networkStatus checks the pod network: every agent of the current
-// template ready and every declared node Ready. It returns the problems,
-// one per line, none when the network is up.
-func networkStatus(ctx context.Context, cs kubernetes.Interface, ns string, want []string) ([]string, error) {
+// template ready and every declared node Ready; with kubeProxy (it serves
+// Services), its DaemonSet rolled out and its pod ready on every declared
+// node, since a crash-looping kube-proxy leaves the node Ready while no
+// Service answers on it. It returns the problems, one per line, none when
+// the network is up.
+func networkStatus(ctx context.Context, cs kubernetes.Interface, ns string, want []string, kubeProxy bool) ([]string, error) {
 	var problems []string
 	ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, cilium.AgentDaemonSet, metav1.GetOptions{})
 	switch {
@@ -121,14 +128,48 @@ func networkStatus(ctx context.Context, cs kubernetes.Interface, ns string, want
 			continue
 		}
 		agent := "no Cilium agent pod on it"
-		for i := range pods.Items {
-			if pods.Items[i].Spec.NodeName == name && pods.Items[i].DeletionTimestamp == nil {
-				agent = "its Cilium agent " + pods.Items[i].Name + ": " + podProblem(&pods.Items[i])
-			}
+		if pod := podOn(pods.Items, name); pod != nil {
+			agent = "its Cilium agent " + pod.Name + ": " + podProblem(pod)
 		}
 		problems = append(problems, fmt.Sprintf("%s: %s; %s", name, why, agent))
 	}
+	if !kubeProxy {
+		return problems, nil
+	}
+	ds, err = cs.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return append(problems, "no kube-system/kube-proxy DaemonSet"), nil
+	case err != nil:
+		return nil, err
+	}
+	if ok, desc := agentsRolledOut(ds); !ok {
+		problems = append(problems, "kube-proxy: "+strings.Replace(desc, "agents", "pods", 1))
+	}
+	kp, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: kubeProxyLabel})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range want {
+		pod := podOn(kp.Items, name)
+		switch {
+		case pod == nil:
+			problems = append(problems, name+": no kube-proxy pod on it")
+		case !podutils.IsPodReady(pod):
+			problems = append(problems, fmt.Sprintf("%s: kube-proxy %s: %s", name, pod.Name, podProblem(pod)))
+		}
+	}
 	return problems, nil
+}
+
+// podOn is the pod of pods bound to node that is not being deleted.
+func podOn(pods []corev1.Pod, node string) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Spec.NodeName == node && pods[i].DeletionTimestamp == nil {
+			return &pods[i]
+		}
+	}
+	return nil
 }
 
 // waitNetwork waits until the pod network is up (networkStatus), and
@@ -147,9 +188,9 @@ func waitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	deadline := time.Now().Add(in.timeout())
 	var last []string
 	for {
-		problems, err := networkStatus(ctx, cs, in.Namespace, want)
+		problems, err := networkStatus(ctx, cs, in.Namespace, want, in.ciliumCNI() && !in.cilium())
 		if err == nil && len(problems) == 0 {
-			log.Infof("pod network up: Cilium's agents ready, %d nodes Ready", len(want))
+			log.Infof("pod network up: Cilium's agents ready, %d nodes Ready%s", len(want), map[bool]string{true: ", kube-proxy ready on each"}[in.ciliumCNI() && !in.cilium()])
 			return nil
 		}
 		if err != nil {
