@@ -85,6 +85,15 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
 			return fail(err)
 		}
+		real := 0
+		for _, n := range s.Nodes {
+			if n.System == SystemSystemd {
+				real++
+			}
+		}
+		if err := l.ensureInotify(real); err != nil {
+			return fail(err)
+		}
 	}
 	if s.Packages {
 		versions, err := l.buildAptRepo()

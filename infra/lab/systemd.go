@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -509,5 +510,40 @@ func (l *Lab) checkSystemd(s *State) error {
 		// The lab's kubelet package carries the stand-in kubelet.
 		return errors.New("--systemd: real nodes do not take the lab's Kubernetes packages yet (cluster.packages.manage: true); use an inventory without it")
 	}
+	return nil
+}
+
+// inotifyInstances is the file holding the machine's limit of inotify
+// instances per user. Every node's systemd, journald, logind, containerd,
+// kubelet and kube-proxy watch files, all as root of the machine's one
+// user namespace: Debian's default of 128 is spent by seven real nodes,
+// and the next watcher fails "too many open files" (kube-proxy exited so
+// at start on the last node up). kind's known issues give the same fix.
+const inotifyInstances = "/proc/sys/fs/inotify/max_user_instances"
+
+// inotifyPerNode is what one real node may use, with room to spare
+// (about 18 were in use per idle node).
+const inotifyPerNode = 64
+
+// ensureInotify raises the machine's limit to what n real nodes need on
+// top of the machine's own use, never lowers it, and says so when it
+// changes it (a machine setting, harmless, reset at the next boot).
+func (l *Lab) ensureInotify(n int) error {
+	data, err := os.ReadFile(inotifyInstances)
+	if err != nil {
+		return err
+	}
+	have, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", inotifyInstances, err)
+	}
+	want := 128 + inotifyPerNode*n
+	if have >= want {
+		return nil
+	}
+	if err := os.WriteFile(inotifyInstances, []byte(strconv.Itoa(want)), 0o644); err != nil {
+		return fmt.Errorf("raising fs.inotify.max_user_instances from %d to %d for %d real nodes: %w", have, want, n, err)
+	}
+	l.logf("lab: raised this machine's fs.inotify.max_user_instances from %d to %d: %d real nodes watch files as its root user", have, want, n)
 	return nil
 }
