@@ -7,38 +7,49 @@ import (
 	"time"
 )
 
-// TestRealWorkerInTheLab is issue 30's second stage: gpu-4 is a real node
+// TestRealClusterInTheLab is issue 30's third stage: every node is real
 // (Debian 12, systemd, containerd, runc, the real kubelet; docs/lab.md,
-// "Real nodes") and the rest run the stand-ins. homelab up's program
-// builds the cluster with Cilium's kube-proxy replacement (kube-proxy's
-// image is not built for real nodes yet): kubeadm joins gpu-4, its real
-// kubelet bootstraps its certificate and registers its Node, the lab's
-// Cilium agent runs on it as a real container and writes the CNI
-// configuration, the Node turns Ready, verify passes and the next up
-// changes nothing.
-func TestRealWorkerInTheLab(t *testing.T) {
+// "Real nodes"), control planes included. homelab up's program builds the
+// default cluster (kube-proxy kept, iptables mode): kubeadm's static
+// pods (etcd, the API server, the controller manager, the scheduler) run
+// as real containers from the lab's registry under the real kubelet,
+// keepalived holds the VIP under systemd, the workers join with their
+// kubelets' TLS bootstrap, the lab's Cilium agent runs on each node as a
+// real container and writes the CNI configuration, kube-proxy runs on
+// every node and programs its Services into the node's nf_tables, every
+// Node turns Ready, verify passes and the next up changes nothing.
+func TestRealClusterInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2EWith(t, withDataplane("cilium"), "gpu-4")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	e := newE2EWith(t, nil, "*")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	s := e.open(ctx, e.inventory("real", nil))
 	e.up(ctx, s)
 	e.verify(ctx, s)
-
-	if got := strings.TrimSpace(e.node(ctx, "gpu-4", "cat /proc/1/comm")); got != "systemd" {
-		t.Fatalf("gpu-4's PID 1 is %q: not a real node", got)
+	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+		got := e.node(ctx, n, `cat /proc/1/comm; for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do ctr --namespace k8s.io containers ls --quiet "labels.\"io.kubernetes.container.name\"==$c" | head -n 1 | grep -q . && echo "$c"; done; systemctl is-active keepalived`)
+		if want := "systemd\netcd\nkube-apiserver\nkube-controller-manager\nkube-scheduler\nactive\n"; got != want {
+			t.Errorf("%s: %q, want %q", n, got, want)
+		}
 	}
-	// The real kubelet, its client certificate from the TLS bootstrap.
-	if got := e.node(ctx, "gpu-4", "systemctl is-active kubelet; readlink /var/lib/kubelet/pki/kubelet-client-current.pem"); !strings.Contains(got, "active\n/var/lib/kubelet/pki/kubelet-client-") {
+	// A worker's real kubelet, its client certificate from the TLS
+	// bootstrap; the agent a real container, the CNI configuration its
+	// work.
+	if got := e.node(ctx, "gpu-4", "cat /proc/1/comm; systemctl is-active kubelet; readlink /var/lib/kubelet/pki/kubelet-client-current.pem"); !strings.Contains(got, "systemd\nactive\n/var/lib/kubelet/pki/kubelet-client-") {
 		t.Errorf("gpu-4's kubelet: %q", got)
 	}
-	// The agent is a real container, the CNI configuration its work.
 	agent := e.node(ctx, "gpu-4", `ctr --namespace k8s.io containers ls --quiet 'labels."io.kubernetes.container.name"==cilium-agent'`)
 	if strings.TrimSpace(agent) == "" {
 		t.Errorf("no cilium-agent container in gpu-4's containerd")
 	}
 	if got := e.node(ctx, "gpu-4", "ls /etc/cni/net.d"); !strings.Contains(got, "05-cilium.conflist") {
 		t.Errorf("gpu-4's /etc/cni/net.d: %q", got)
+	}
+	// kube-proxy programs the kubernetes Service on every node.
+	for _, n := range []string{"cp-1", "gpu-4"} {
+		if got := e.node(ctx, n, "iptables -t nat -S KUBE-SERVICES"); !strings.Contains(got, "default/kubernetes:https cluster IP") {
+			t.Errorf("%s's KUBE-SERVICES: %q", n, got)
+		}
 	}
 	if changes := e.up(ctx, s); changes["same"] == 0 || len(changes) != 1 {
 		t.Errorf("the second up changed something: %v", changes)
