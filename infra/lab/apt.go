@@ -85,8 +85,9 @@ func cachedKubeVersions() ([]string, error) {
 
 // buildAptRepo writes the lab's repositories, one per minor, of every
 // cached version (the packages themselves are cached by version outside
-// the lab), and returns the versions.
-func (l *Lab) buildAptRepo() ([]string, error) {
+// the lab), and returns the versions. The kubelet package carries the
+// real kubelet for real nodes, else the stand-in.
+func (l *Lab) buildAptRepo(real bool) ([]string, error) {
 	start := time.Now()
 	arch, err := aptrepo.Arch()
 	if err != nil {
@@ -106,12 +107,15 @@ func (l *Lab) buildAptRepo() ([]string, error) {
 	}
 	byMinor := map[string][]string{}
 	for _, v := range versions {
-		kubelet, err := l.kubeletStandIn(root, rootErr, v)
-		if err != nil {
-			return nil, err
-		}
 		kube := filepath.Join(toolCache(), "kubernetes-"+v)
-		specs, err := aptrepo.Specs(aptrepo.Binaries{Version: v, Kubeadm: filepath.Join(kube, "kubeadm"), Kubectl: filepath.Join(kube, "kubectl"), Kubelet: kubelet})
+		kubelet, debs := filepath.Join(kube, "kubelet"), "kubernetes-debs-real-"+v
+		if !real {
+			if kubelet, err = l.kubeletStandIn(root, rootErr, v); err != nil {
+				return nil, err
+			}
+			debs = "kubernetes-debs-" + v
+		}
+		specs, err := aptrepo.Specs(aptrepo.Binaries{Version: v, Kubeadm: filepath.Join(kube, "kubeadm"), Kubectl: filepath.Join(kube, "kubectl"), Kubelet: kubelet, StandIn: !real})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +124,7 @@ func (l *Lab) buildAptRepo() ([]string, error) {
 			specs = append(specs, aptrepo.Dependencies(m)...)
 		}
 		for _, sp := range specs {
-			deb, err := aptrepo.Build(filepath.Join(toolCache(), "kubernetes-debs-"+v), arch, sp)
+			deb, err := aptrepo.Build(filepath.Join(toolCache(), debs), arch, sp)
 			if err != nil {
 				return nil, err
 			}

@@ -32,7 +32,7 @@ func TestLabAptRepositoryInstallsEveryCachedVersion(t *testing.T) {
 	}
 	l := &Lab{Dir: t.TempDir(), Log: testLog{t}}
 	start := time.Now()
-	got, err := l.buildAptRepo()
+	got, err := l.buildAptRepo(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +136,20 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 			if _, err := os.Lstat(p); (err == nil) == packaged {
 				t.Errorf("packaged=%v: %s on the new disk: %v", packaged, f, err == nil)
 			}
+		}
+		// A real node: the same files left to the packages, and its
+		// dpkg database the rootfs's own, never the machine's.
+		if _, err := l.newDisk("gpu-4", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemSystemd); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {
+			p, _ := l.diskPath("gpu-4", f)
+			if _, err := os.Lstat(p); (err == nil) == packaged {
+				t.Errorf("real, packaged=%v: %s on the new disk: %v", packaged, f, err == nil)
+			}
+		}
+		if p, _ := l.diskPath("gpu-4", "/var/lib/dpkg/status"); func() bool { _, err := os.Stat(p); return err == nil }() {
+			t.Errorf("real, packaged=%v: the machine's dpkg database is on the real node's disk", packaged)
 		}
 		p, _ := l.diskPath("cp-1", "/var/lib/dpkg/status")
 		status, err := os.ReadFile(p)

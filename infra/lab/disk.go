@@ -207,7 +207,9 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (str
 		}
 		files = append(files, nodeFile{Path: f.Path, Mode: f.Mode, Content: f.Content})
 	}
-	if packaged {
+	if packaged && system != SystemSystemd {
+		// A real node's dpkg database is the rootfs's own, which has
+		// none of the packages.
 		f, err := freshDpkg()
 		if err != nil {
 			return "", err
@@ -223,11 +225,14 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (str
 		return "", err
 	}
 	if system == SystemSystemd {
-		// Debian's packages enabled ssh and containerd in the rootfs.
-		if err := l.linkUnits(node, map[string]string{
-			"kubelet.service": "/usr/lib/systemd/system/kubelet.service",
-		}); err != nil {
-			return "", err
+		// Debian's packages enabled ssh and containerd in the rootfs;
+		// the kubelet's package enables its unit when it installs it.
+		if !packaged {
+			if err := l.linkUnits(node, map[string]string{
+				"kubelet.service": "/usr/lib/systemd/system/kubelet.service",
+			}); err != nil {
+				return "", err
+			}
 		}
 	} else if err := l.enableUnits(node, firstBootUnits(packaged)); err != nil {
 		return "", err

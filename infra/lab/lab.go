@@ -79,7 +79,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		return fail(err)
 	}
 	if s.HasSystemd() {
-		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion); err != nil {
+		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
 			return fail(err)
 		}
 		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
@@ -96,7 +96,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		}
 	}
 	if s.Packages {
-		versions, err := l.buildAptRepo()
+		versions, err := l.buildAptRepo(s.HasSystemd())
 		if err != nil {
 			return fail(err)
 		}

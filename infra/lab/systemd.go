@@ -506,9 +506,10 @@ func (l *Lab) checkSystemd(s *State) error {
 			return fmt.Errorf("--systemd: %w", err)
 		}
 	}
-	if s.HasSystemd() && s.Packages {
-		// The lab's kubelet package carries the stand-in kubelet.
-		return errors.New("--systemd: real nodes do not take the lab's Kubernetes packages yet (cluster.packages.manage: true); use an inventory without it")
+	if s.HasSystemd() && s.Packages && slices.ContainsFunc(s.Nodes, func(n *NodeState) bool { return n.System != SystemSystemd }) {
+		// The lab's kubelet package carries the real kubelet or the
+		// stand-in, not both.
+		return errors.New("--systemd: a lab whose nodes take the lab's Kubernetes packages (cluster.packages.manage: true) is real or stand-in throughout; use --systemd '*'")
 	}
 	return nil
 }

@@ -442,9 +442,10 @@ var systemdBins = []string{"kubeadm", "kubectl", "kubelet"}
 
 // buildSystemd returns the real nodes' rootfs (built once by
 // infra/tools/build-rootfs.sh) and assembles the layer laid over their
-// /usr: systemdBins of kubeVersion and etcdctl. Their images come from
+// /usr: systemdBins of kubeVersion (none the lab's packages install, when
+// packaged) and etcdctl. Their images come from
 // the lab's registry (buildRegistry).
-func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error) {
+func (l *Lab) buildSystemd(kubeVersion string, packaged bool) (rootfs, layer string, err error) {
 	root, rootErr := repoRoot()
 	if rootErr != nil {
 		return "", "", rootErr
@@ -470,6 +471,9 @@ func (l *Lab) buildSystemd(kubeVersion string) (rootfs, layer string, err error)
 		return "", "", err
 	}
 	for _, b := range systemdBins {
+		if packaged && slices.Contains(aptrepo.PackagedBinaries, b) {
+			continue // the node gets it from the lab's apt repository
+		}
 		if err := linkOrCopy(filepath.Join(kube, b), filepath.Join(bin, b)); err != nil {
 			return "", "", err
 		}

@@ -34,13 +34,14 @@ fi
 `
 
 // Binaries are one Kubernetes version's files the packages carry: the
-// cached kubeadm and kubectl, and the kubelet stand-in built to report
-// that version.
+// cached kubeadm and kubectl, and the kubelet: the real one for real
+// nodes, or the stand-in built to report that version (StandIn).
 type Binaries struct {
 	Version string // v1.34.4
 	Kubeadm string
 	Kubectl string
 	Kubelet string
+	StandIn bool
 }
 
 // DebianVersion is a Kubernetes version's package version here.
@@ -70,6 +71,10 @@ func Specs(b Binaries) ([]Spec, error) {
 	}
 	v := DebianVersion(b.Version)
 	unit, dropIn := imageFile(kubeletUnit), imageFile(kubeadmDropIn)
+	kubeletDescription := "Node agent for Kubernetes clusters"
+	if b.StandIn {
+		kubeletDescription += " (the emulated homelab's stand-in, reporting " + b.Version + ")"
+	}
 	return []Spec{
 		{
 			Name: "kubeadm", Version: v, Section: "admin",
@@ -83,7 +88,7 @@ func Specs(b Binaries) ([]Spec, error) {
 		{
 			Name: "kubelet", Version: v, Section: "net",
 			Depends:     "iptables (>= 1.4.21), kubernetes-cni (>= 1.2.0), libc6, mount, util-linux",
-			Description: "Node agent for Kubernetes clusters (the emulated homelab's stand-in, reporting " + b.Version + ")",
+			Description: kubeletDescription,
 			Postinst:    kubeletPostinst,
 			Files: []File{
 				{Path: "/usr/bin/kubelet", Mode: 0o755, Src: b.Kubelet},
