@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/nodeimages"
 	"github.com/homelab-dev/homelab/infra/lab/registry"
 	"github.com/homelab-dev/homelab/infra/lab/standin/images"
+	"github.com/homelab-dev/homelab/infra/lab/standin/kubelet/ciliumagent"
 	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
@@ -153,7 +154,7 @@ func (l *Lab) buildRegistry(kubeVersion, rootfs string) error {
 	if pause == "" {
 		return fmt.Errorf("kubeadm %s lists no pause image", kubeVersion)
 	}
-	cilium, err := ciliumImages(node, pause)
+	cilium, err := ciliumImages(node, pause, rootfs)
 	if err != nil {
 		return err
 	}
@@ -188,20 +189,25 @@ var kubeProxyTools = []string{
 
 // ciliumImages are the images of the lab's Cilium chart as a real node
 // pulls them: the agent's runs the stand-in agent (homelab-node as
-// cilium-agent, and as /install-plugin.sh for its init container); the
+// cilium-agent, and as /install-plugin.sh for its init container, which
+// installs the reference CNI plugins of rootfs the image carries); the
 // operator's runs pause under the operator's name, as nothing here can
 // run an operator and nothing waits on its work.
-func ciliumImages(node, pause string) ([]nodeimages.Image, error) {
+func ciliumImages(node, pause, rootfs string) ([]nodeimages.Image, error) {
 	agent, operator, err := ciliumchart.Images()
 	if err != nil {
 		return nil, err
 	}
+	files := []nodeimages.File{
+		{Src: node, Path: "/usr/bin/cilium-agent"},
+		{Path: "/install-plugin.sh", Link: "/usr/bin/cilium-agent"},
+	}
+	for _, p := range ciliumagent.Plugins {
+		files = append(files, nodeimages.File{Src: filepath.Join(rootfs, ciliumagent.PluginsDir, p), Path: path.Join(ciliumagent.PluginsDir, p)})
+	}
 	return []nodeimages.Image{{
-		Ref: agent,
-		Files: []nodeimages.File{
-			{Src: node, Path: "/usr/bin/cilium-agent"},
-			{Path: "/install-plugin.sh", Link: "/usr/bin/cilium-agent"},
-		},
+		Ref:   agent,
+		Files: files,
 	}, {
 		Ref:   operator,
 		Files: []nodeimages.File{{Src: pause, Path: "/usr/bin/cilium-operator-generic"}},

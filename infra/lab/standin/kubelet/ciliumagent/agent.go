@@ -193,7 +193,7 @@ func (a *Agent) install(s Settings) error {
 	if err := installPlugin(a.Root); err != nil {
 		return err
 	}
-	return a.writeConf(s)
+	return a.writeConf(s, Conflist)
 }
 
 // installPlugin is the install-cni-binaries init container's work.
@@ -201,13 +201,13 @@ func installPlugin(root string) error {
 	return writeFile(filepath.Join(root, cniconf.BinDir, "cilium-cni"), plugin, 0o755)
 }
 
-// writeConf writes Cilium's CNI configuration once the agent is ready.
-func (a *Agent) writeConf(s Settings) error {
-	conf := filepath.Join(a.Root, s.ConfPath)
+// writeConf writes the CNI configuration conf once the agent is ready.
+func (a *Agent) writeConf(s Settings, conf string) error {
+	path := filepath.Join(a.Root, s.ConfPath)
 	if s.Exclusive {
 		// cni.exclusive: other networks' configurations are set aside, so
 		// containerd takes Cilium's whatever their names.
-		entries, err := os.ReadDir(filepath.Dir(conf))
+		entries, err := os.ReadDir(filepath.Dir(path))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -216,16 +216,16 @@ func (a *Agent) writeConf(s Settings) error {
 			list = append(list, cniconf.Entry{Name: e.Name(), IsDir: e.IsDir()})
 		}
 		for _, name := range cniconf.Candidates(list) {
-			if name == filepath.Base(conf) {
+			if name == filepath.Base(path) {
 				continue
 			}
-			p := filepath.Join(filepath.Dir(conf), name)
+			p := filepath.Join(filepath.Dir(path), name)
 			if err := os.Rename(p, p+".cilium_bak"); err != nil {
 				return err
 			}
 		}
 	}
-	return writeFile(conf, Conflist, 0o644)
+	return writeFile(path, conf, 0o644)
 }
 
 func writeFile(p, content string, mode os.FileMode) error {

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // On a real node of the emulated homelab (real kubelet, containerd and
@@ -24,7 +27,8 @@ import (
 // the API with its service account's CA, and only then writes the CNI
 // configuration through the node's /etc/cni/net.d mounted at /host; it
 // fails (the container crash-loops) while the API is unreachable, as the
-// real agent does.
+// real agent does. The configuration is a real pod network of the
+// reference plugins (datapath.go), kept routed to every other node.
 
 // serviceAccountCA is where the kubelet mounts the pod's cluster CA.
 const serviceAccountCA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
@@ -50,9 +54,20 @@ func SettingsFromDir(dir string) (Settings, error) {
 	return SettingsFrom(data), nil
 }
 
+// Node is what the agent in its pod acts on besides the files: the API
+// and the node's routes.
+type Node struct {
+	Name string
+	// Client reads the nodes; nil: the pod's in-cluster configuration.
+	Client kubernetes.Interface
+	// Route sets a route; nil: the node's routing table (netlink).
+	Route func(dst *net.IPNet, via net.IP) error
+}
+
 // RunInPod is the agent container: ready once the API answers, then the
-// CNI configuration, then it runs until stopped.
-func RunInPod(ctx context.Context, configDir, caFile, root string, logf func(string, ...any)) error {
+// CNI configuration, then it keeps the node's routes to the other nodes'
+// pods until stopped.
+func RunInPod(ctx context.Context, configDir, caFile, root string, node Node, logf func(string, ...any)) error {
 	s, err := SettingsFromDir(configDir)
 	if err != nil {
 		return fmt.Errorf("reading cilium-config from %s: %w", configDir, err)
@@ -75,12 +90,46 @@ func RunInPod(ctx context.Context, configDir, caFile, root string, logf func(str
 	if err != nil {
 		return err
 	}
-	if err := a.writeConf(s); err != nil {
-		return err
+	if node.Client == nil {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return err
+		}
+		if node.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
 	}
-	logf("cilium agent stand-in: API reached at %s; wrote %s", addr, s.ConfPath)
-	<-ctx.Done()
-	return nil
+	if node.Route == nil {
+		node.Route = replaceRoute
+	}
+	self := node.Name
+	written := false
+	for {
+		own, err := syncRoutes(ctx, node.Client, self, node.Route, logf)
+		switch {
+		case err != nil:
+			// The agent keeps what it set up and tries again, as
+			// Cilium's does while the API is away.
+			logf("cilium agent stand-in: %v", err)
+		case own == "":
+			logf("cilium agent stand-in: node %s has no pod CIDR yet", self)
+		case !written:
+			conf, err := podConflist(own)
+			if err != nil {
+				return err
+			}
+			if err := a.writeConf(s, conf); err != nil {
+				return err
+			}
+			written = true
+			logf("cilium agent stand-in: API reached at %s; pods of %s get %s; wrote %s", addr, self, own, s.ConfPath)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // MainAgent is the image's cilium-agent.
@@ -95,17 +144,17 @@ func MainAgent(args []string) int {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", a...)
 	}
-	if err := RunInPod(ctx, *configDir, serviceAccountCA, hostPrefix, logf); err != nil && !errors.Is(err, context.Canceled) {
+	if err := RunInPod(ctx, *configDir, serviceAccountCA, hostPrefix, Node{Name: os.Getenv("K8S_NODE_NAME")}, logf); err != nil && !errors.Is(err, context.Canceled) {
 		logf("%v", err)
 		return 1
 	}
 	return 0
 }
 
-// MainInstallPlugin is the image's /install-plugin.sh: the plugin into
-// the node's /opt/cni/bin, mounted at /host/opt/cni/bin.
+// MainInstallPlugin is the image's /install-plugin.sh: the reference
+// plugins into the node's /opt/cni/bin, mounted at /host/opt/cni/bin.
 func MainInstallPlugin([]string) int {
-	if err := installPlugin(hostPrefix); err != nil {
+	if err := installReferencePlugins(hostPrefix); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

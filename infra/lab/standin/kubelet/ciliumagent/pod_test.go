@@ -9,8 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // The agent in its pod: cilium-config from the volume's files, the API
@@ -54,7 +59,22 @@ func TestRunInPodWritesTheConfigurationOnceTheAPIAnswers(t *testing.T) {
 	closed, _ := net.Listen("tcp", "127.0.0.1:0")
 	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
 	closed.Close()
-	err := RunInPod(context.Background(), config(map[string]string{"k8s-service-host": "127.0.0.1", "k8s-service-port": closedPort}), ca, root, t.Logf)
+	routed := map[string]string{}
+	var mu sync.Mutex
+	node := Node{
+		Name: "gpu-1",
+		Client: fake.NewClientset(
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.0.0/24"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.77.0.120"}}}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.77.0.130"}}}},
+		),
+		Route: func(dst *net.IPNet, via net.IP) error {
+			mu.Lock()
+			defer mu.Unlock()
+			routed[dst.String()] = via.String()
+			return nil
+		},
+	}
+	err := RunInPod(context.Background(), config(map[string]string{"k8s-service-host": "127.0.0.1", "k8s-service-port": closedPort}), ca, root, node, t.Logf)
 	if err == nil || !strings.Contains(err.Error(), "unable to contact k8s api-server at 127.0.0.1:"+closedPort) {
 		t.Fatalf("unreachable API: %v", err)
 	}
@@ -65,7 +85,7 @@ func TestRunInPodWritesTheConfigurationOnceTheAPIAnswers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- RunInPod(ctx, config(map[string]string{"k8s-service-host": host, "k8s-service-port": port, "cni-exclusive": "true"}), ca, root, t.Logf)
+		done <- RunInPod(ctx, config(map[string]string{"k8s-service-host": host, "k8s-service-port": port, "cni-exclusive": "true"}), ca, root, node, t.Logf)
 	}()
 	conf := filepath.Join(root, "etc/cni/net.d/05-cilium.conflist")
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -85,6 +105,15 @@ func TestRunInPodWritesTheConfigurationOnceTheAPIAnswers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "etc/cni/net.d/10-other.conflist.cilium_bak")); err != nil {
 		t.Errorf("cni-exclusive did not set the other network aside: %v", err)
 	}
+	// gpu-1's pods get its pod CIDR; cp-1's pods are routed to cp-1.
+	if data, _ := os.ReadFile(conf); !strings.Contains(string(data), `"subnet": "10.244.1.0/24"`) {
+		t.Errorf("gpu-1's conflist:\n%s", data)
+	}
+	mu.Lock()
+	if len(routed) != 1 || routed["10.244.0.0/24"] != "10.77.0.120" {
+		t.Errorf("routes: %v", routed)
+	}
+	mu.Unlock()
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("stopped agent: %v", err)
