@@ -15,9 +15,11 @@ import (
 // as real containers from the lab's registry under the real kubelet,
 // keepalived holds the VIP under systemd, the workers join with their
 // kubelets' TLS bootstrap, the lab's Cilium agent runs on each node as a
-// real container and writes the CNI configuration, kube-proxy runs on
-// every node and programs its Services into the node's nf_tables, every
-// Node turns Ready, verify passes and the next up changes nothing.
+// real container and sets up the pod network (the reference plugins, and
+// routes to every other node's pods), kube-proxy runs on every node and
+// programs its Services into the node's nf_tables, every Node turns
+// Ready, verify passes, CoreDNS's pods answer from another node directly
+// and through their Service, and the next up changes nothing.
 func TestRealClusterInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2EWith(t, nil, "*")
@@ -50,6 +52,26 @@ func TestRealClusterInTheLab(t *testing.T) {
 		if got := e.node(ctx, n, "iptables -t nat -S KUBE-SERVICES"); !strings.Contains(got, "default/kubernetes:https cluster IP") {
 			t.Errorf("%s's KUBE-SERVICES: %q", n, got)
 		}
+	}
+	// Pods on the pod network: CoreDNS (a Deployment, on the control
+	// planes) turns Ready, its pods answer from another node over the pod
+	// network, and through the kube-dns Service's cluster IP by
+	// kube-proxy's rules.
+	if out, err := e.lab.Run(ctx, "cp-1", labKubectl+"-n kube-system rollout status deployment/coredns --timeout=180s"); err != nil {
+		t.Fatalf("CoreDNS is not ready on the pod network: %v\n%s\n%s", err, out, e.node(ctx, "cp-1", labKubectl+"-n kube-system describe pods -l k8s-app=kube-dns | tail -n 30"))
+	}
+	ips := strings.Fields(e.node(ctx, "cp-1", labKubectl+"-n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.podIP}'"))
+	if len(ips) == 0 {
+		t.Fatal("no CoreDNS pod address")
+	}
+	for _, ip := range ips {
+		if got := e.node(ctx, "gpu-4", "curl -sS --max-time 5 http://"+ip+":8080/health"); got != "OK" {
+			t.Errorf("CoreDNS at %s from gpu-4: %q", ip, got)
+		}
+	}
+	dnsIP := strings.TrimSpace(e.node(ctx, "cp-1", labKubectl+"-n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}'"))
+	if got := e.node(ctx, "gpu-4", "curl -sS --max-time 5 http://"+dnsIP+":9153/metrics | grep -c '^coredns_build_info'"); strings.TrimSpace(got) != "1" {
+		t.Errorf("CoreDNS through the kube-dns Service at %s from gpu-4: %q", dnsIP, got)
 	}
 	if changes := e.up(ctx, s); changes["same"] == 0 || len(changes) != 1 {
 		t.Errorf("the second up changed something: %v", changes)
