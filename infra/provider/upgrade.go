@@ -756,15 +756,33 @@ func (u *upgrader) kubelet(ctx context.Context, node string, worker bool) error 
 	if err := u.readyAt(ctx, api, node); err != nil {
 		return fmt.Errorf("%s: %w (it stays cordoned)", node, err)
 	}
-	_, err = must(ctx, api, via, "uncordoning "+node, kubectl+" uncordon "+quote(node))
-	return err
+	return uncordon(ctx, api, via, node)
+}
+
+// uncordon goes through the endpoint, whose holder's API server may be
+// restarting right then: a kubelet of the next minor restarts its static
+// pods (their hash changes), and on the VIP holder that refuses every call
+// until keepalived moves the VIP. An uncordon is idempotent.
+func uncordon(ctx context.Context, api ssh.Executor, via, node string) error {
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return api.Run(ctx, kubectl+" uncordon "+quote(node)) })
+	if err != nil {
+		return fmt.Errorf("%s: uncordoning %s: %w", via, node, err)
+	}
+	if r.ExitCode != 0 {
+		return fmt.Errorf("%s: uncordoning %s failed (exit %d):\n%s", via, node, r.ExitCode, tail(redact(string(r.Stdout)+string(r.Stderr)), 40))
+	}
+	return nil
 }
 
 // drain evicts the node's pods within the drain timeout, honouring
 // PodDisruptionBudgets; past it, it stops and names the pods left.
 func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string) error {
 	timeout := u.in.DrainTimeout
-	r, err := api.Run(ctx, kubectl+" drain "+quote(node)+" --ignore-daemonsets --delete-emptydir-data --timeout="+quote(timeout))
+	// A drain is idempotent too, and may follow a kubelet upgrade that
+	// restarted the endpoint's API server (kubelet above).
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
+		return api.Run(ctx, kubectl+" drain "+quote(node)+" --ignore-daemonsets --delete-emptydir-data --timeout="+quote(timeout))
+	})
 	if err != nil {
 		return fmt.Errorf("%s: draining %s: %w", via, node, err)
 	}

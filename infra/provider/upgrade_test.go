@@ -315,3 +315,27 @@ func TestUpgradeSnapshotsAreRotated(t *testing.T) {
 		t.Errorf("no snapshot directory: %v %q", err, out)
 	}
 }
+
+// A drain and an uncordon through the endpoint outlive its API server
+// restarting (a kubelet of the next minor restarts its static pods, the
+// VIP holder's among them): refused once each, they are run again rather
+// than stopping the upgrade with the node cordoned.
+func TestDrainAndUncordonOutliveARestartingEndpoint(t *testing.T) {
+	l, in := upgradeLab(t, "v1.34.4")
+	in.Target, in.DrainTimeout = "v1.35.4", "30s"
+	api := l.node("cp-1")
+	api.onFunc("drain 'gpu-1'", refusedOnce(""))
+	api.onFunc("uncordon 'gpu-1'", refusedOnce(""))
+	c, err := dial(l.ctx(), in.ControlPlanes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	u := &upgrader{in: in}
+	if err := u.drain(l.ctx(), c, "cp-1", "gpu-1"); err != nil {
+		t.Errorf("drain: %v", err)
+	}
+	if err := uncordon(l.ctx(), c, "cp-1", "gpu-1"); err != nil {
+		t.Errorf("uncordon: %v", err)
+	}
+}
