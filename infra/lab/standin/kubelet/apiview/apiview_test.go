@@ -73,16 +73,29 @@ func TestWatchSeesItsNodeAndPodsOnly(t *testing.T) {
 	}
 
 	// A Node deleted (a node removed from the cluster) is not registered.
+	// The fake clientset drops events sent before an informer's watch is
+	// registered, which once took more than 10 s in CI: a Node still seen
+	// after a second is created and deleted again, each a new event.
 	if err := client.CoreV1().Nodes().Delete(ctx, "gpu-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	again := time.Now().Add(time.Second)
 	for {
 		if _, ok, err := w.Node(ctx); err == nil && !ok {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the deleted Node is still in the view")
+		}
+		if time.Now().After(again) {
+			again = time.Now().Add(time.Second)
+			if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", UID: "u1"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := client.CoreV1().Nodes().Delete(ctx, "gpu-1", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
