@@ -31,16 +31,19 @@ var gpuNodes = []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4"}
 
 // seedKubeRules leaves on every node what kube-proxy would have: iptables
 // chains and jumps, an nftables table; plus a rule and a kubelet chain that
-// are not kube-proxy's and must stay.
+// are not kube-proxy's and must stay. On a real node kube-proxy and the
+// kubelet made some of them already: only what is missing is added.
 func (e *e2e) seedKubeRules(ctx context.Context) {
 	for _, n := range labNodes {
 		e.node(ctx, n, `set -e
-iptables -t nat -N KUBE-SERVICES
-iptables -t nat -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
-iptables -t nat -N KUBE-SVC-TESTFIXTURE
-iptables -t nat -A KUBE-SERVICES -d 10.96.0.1/32 -p tcp --dport 443 -j KUBE-SVC-TESTFIXTURE
-iptables -t mangle -N KUBE-KUBELET-CANARY
-iptables -t filter -A INPUT -s 192.0.2.1/32 -m comment --comment homelab-test-keep -j DROP
+chain() { iptables -t "$1" -S "$2" >/dev/null 2>&1 || iptables -t "$1" -N "$2"; }
+rule() { t=$1; shift; iptables -t "$t" -C "$@" 2>/dev/null || iptables -t "$t" -A "$@"; }
+chain nat KUBE-SERVICES
+rule nat PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+chain nat KUBE-SVC-TESTFIXTURE
+rule nat KUBE-SERVICES -d 10.96.0.1/32 -p tcp --dport 443 -j KUBE-SVC-TESTFIXTURE
+chain mangle KUBE-KUBELET-CANARY
+rule filter INPUT -s 192.0.2.1/32 -m comment --comment homelab-test-keep -j DROP
 nft add table ip kube-proxy`)
 	}
 }
