@@ -63,9 +63,9 @@ func judgeSnapshots(sn *inventory.Snapshots, interval time.Duration, s *snapshot
 	case !s.timerActive:
 		return Warn, "the snapshot timer " + etcdsnapshot.Timer + " is not running (up starts it)"
 	case s.count == 0:
-		return Warn, "no snapshot saved yet in " + etcdsnapshot.Dir + " (every " + sn.Schedule + "; see /var/log/homelab/homelab-etcd-snapshot.log)"
+		return Warn, "no snapshot saved yet in " + etcdsnapshot.Dir + " (every " + sn.Schedule + "; see journalctl -u " + etcdsnapshot.Service + ")"
 	case s.age > 2*interval:
-		return Warn, "the newest snapshot " + s.newest + " is " + s.age.String() + " old, more than two intervals (every " + sn.Schedule + "): the timer's runs fail? see /var/log/homelab/homelab-etcd-snapshot.log"
+		return Warn, "the newest snapshot " + s.newest + " is " + s.age.String() + " old, more than two intervals (every " + sn.Schedule + "): the timer's runs fail? see journalctl -u " + etcdsnapshot.Service
 	}
 	return OK, "the newest snapshot " + s.newest + " is " + s.age.String() + " old (every " + sn.Schedule + ", " + strconv.Itoa(s.count) + " kept of " + strconv.Itoa(sn.Keep) + ")"
 }

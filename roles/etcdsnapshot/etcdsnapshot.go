@@ -26,8 +26,10 @@ const (
 	ScriptPath  = "/usr/local/sbin/homelab-etcd-snapshot"
 	ServicePath = "/etc/systemd/system/homelab-etcd-snapshot.service"
 	TimerPath   = "/etc/systemd/system/homelab-etcd-snapshot.timer"
-	// Timer is the unit up enables and starts.
-	Timer = "homelab-etcd-snapshot.timer"
+	// Timer is the unit up enables and starts; it starts Service, whose
+	// runs journald keeps (journalctl -u Service).
+	Timer   = "homelab-etcd-snapshot.timer"
+	Service = "homelab-etcd-snapshot.service"
 	// EtcdStatusSuffix is the file beside a snapshot with etcdctl's view.
 	EtcdStatusSuffix = ".etcd.json"
 )
