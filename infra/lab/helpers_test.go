@@ -204,7 +204,11 @@ func dumpNodes(tb testing.TB, l *Lab) {
 			continue
 		}
 		tb.Logf("--- %s\n%s", n.Name, l.consoleTail(n.Name))
-		out, _ := l.Run(ctx, n.Name, "for f in /var/log/homelab/*.log; do echo \"== $f\"; tail -n 15 \"$f\"; done")
+		logs := "for f in /var/log/homelab/*.log; do echo \"== $f\"; tail -n 15 \"$f\"; done"
+		if n.System == SystemSystemd {
+			logs = "systemctl --failed --no-legend; journalctl -q -n 60 --no-pager"
+		}
+		out, _ := l.Run(ctx, n.Name, logs)
 		tb.Logf("%s", out)
 	}
 }
