@@ -157,7 +157,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	node := in.Connection.Node
 	// An init an earlier up started and did not see end runs on: its
 	// outcome decides, never a reset under it.
-	if err := settleBeforeReset(ctx, c, node, initRun, "kubeadm init"); err != nil {
+	if _, err := settleBeforeReset(ctx, c, node, initRun, "kubeadm init"); err != nil {
 		return err
 	}
 	state, _, err := query(ctx, c, initState())
@@ -549,7 +549,8 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
 	// A join an earlier up started and did not see end runs on: its
 	// outcome decides, never a reset under it.
-	if err := settleBeforeReset(ctx, c, node, joinRun, "kubeadm join"); err != nil {
+	settled, err := settleBeforeReset(ctx, c, node, joinRun, "kubeadm join")
+	if err != nil {
 		return err
 	}
 	state, _, err := query(ctx, c, in.memberCheck())
@@ -558,6 +559,12 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	}
 	switch strings.TrimSpace(state) {
 	case nodefacts.StateSetUp:
+		if settled {
+			// The interrupted up's join ended well without it: the node
+			// is new to the cluster all the same, and this up's verify
+			// must not find it a moment before Ready.
+			return awaitSettledJoin(ctx, in)
+		}
 		p.GetLogger(ctx).Infof("%s: already a member; adopting it", node)
 		return nil
 	case nodefacts.StatePartial:
@@ -599,34 +606,47 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	return awaitJoinedNetwork(ctx, cl, clNode, node)
 }
 
+// awaitSettledJoin waits for the pod network of a node whose join an
+// earlier up started and this one saw end.
+func awaitSettledJoin(ctx context.Context, in KubeadmJoinArgs) error {
+	cl, clNode, err := clusterClient(ctx, in.Via, in.Peers)
+	if err != nil {
+		return fmt.Errorf("%s joined, but no control-plane node answers to wait for its Node: %w", in.Connection.Node, err)
+	}
+	defer cl.Close()
+	return awaitJoinedNetwork(ctx, cl, clNode, in.Connection.Node)
+}
+
 // settleDetached waits for (or collects) a detached run of name left by an
-// earlier up; nothing when there is none.
-func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) error {
+// earlier up, and says whether there was one.
+func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
 	d := runsDir + "/" + name
 	out, _, err := query(ctx, c, "test -d "+quote(d)+" && echo pending")
 	if err != nil || strings.TrimSpace(out) != "pending" {
-		return err
+		return false, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
 	defer cancel()
 	p.GetLogger(ctx).Warningf("%s: %s from an earlier up is still there; waiting for its outcome", node, what)
 	_, err = awaitDetached(ctx, c, node, what, d)
-	return err
+	return true, err
 }
 
 // settleBeforeReset is settleDetached for a step that may reset the node
 // next: a run still going refuses the step (the node is busy), while one
-// that failed or was lost leaves the node for the step to look at.
-func settleBeforeReset(ctx context.Context, c ssh.Executor, node, name, what string) error {
-	err := settleDetached(ctx, c, node, name, what)
+// that failed or was lost leaves the node for the step to look at. It
+// says whether an earlier up's run ended well here.
+func settleBeforeReset(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
+	found, err := settleDetached(ctx, c, node, name, what)
 	var busy *busyError
 	if errors.As(err, &busy) {
-		return err
+		return false, err
 	}
 	if err != nil {
 		p.GetLogger(ctx).Warningf("%v", err)
+		return false, nil
 	}
-	return nil
+	return found, nil
 }
 
 // resetPartial undoes what an interrupted kubeadm run left, unless that

@@ -130,6 +130,56 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	}
 }
 
+// A join an interrupted up left running that ended well meanwhile makes
+// the node a member before this up looks: the join step still waits for
+// its Node Ready. Measured with the real kubelet: without the wait the
+// up's verify found the node NotReady (its CSINode not yet initialized)
+// a moment after the up ended.
+func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pending bool
+		polls   int
+	}{
+		{"an earlier up's join ended here", true, 2},
+		{"a member joined long ago", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lab := newFakeLab(t)
+			cp, w := lab.node("cp-1"), lab.node("gpu-1")
+			in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml",
+				Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
+			w.on(in.memberCheck(), nodefacts.StateSetUp+"\n", 0)
+			if tc.pending {
+				w.on("test -d '"+runsDir+"/"+joinRun+"'", "pending\n", 0)
+			} else {
+				w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
+			}
+			w.on(`if [ -f "$d/rc" ]`, "rc=0\nThis node has joined the cluster\n", 0)
+			w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
+			cp.on("get --raw=/readyz", "", 0)
+			cp.on("get daemonset cilium --ignore-not-found", "daemonset.apps/cilium\n", 0)
+			polls := 0
+			cp.onFunc(joinedNodeReady("gpu-1"), func(string) (ssh.Result, error) {
+				if polls++; polls < 2 {
+					return ssh.Result{Stdout: []byte("False KubeletNotReady: failed to initialize CSINode")}, nil
+				}
+				return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
+			})
+			ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: time.Second, network: time.Second})
+			if err := runJoin(ctx, in); err != nil {
+				t.Fatalf("join: %v", err)
+			}
+			if polls != tc.polls {
+				t.Errorf("the join ended after %d reads of the Node's Ready condition, want %d", polls, tc.polls)
+			}
+			if w.asked("kubeadm join") {
+				t.Errorf("a member was joined again: %v", w.mutations())
+			}
+		})
+	}
+}
+
 // A refusal that is no blip (the credentials refused) fails the step at
 // once, naming it.
 func TestARefusedEndpointIsNoBlip(t *testing.T) {

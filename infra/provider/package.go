@@ -322,7 +322,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 	// An install an earlier up left running (its connection dropped, the
 	// up killed) is waited for before dpkg is read: its packages may be
 	// half unpacked until then.
-	if err := settleDetached(ctx, c, node, aptRun, "apt install"); err != nil {
+	if _, err := settleDetached(ctx, c, node, aptRun, "apt install"); err != nil {
 		p.GetLogger(ctx).Warningf("%s: the earlier install: %v; dpkg decides what is due now", node, err)
 	}
 	l, err := readPackage(ctx, c, in)

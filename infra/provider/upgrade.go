@@ -412,7 +412,7 @@ func settleEarlier(ctx context.Context, in KubernetesUpgradeArgs) {
 		}
 		defer c.Close()
 		for name, what := range map[string]string{upgradeRun: "kubeadm's upgrade", aptRun: "apt install"} {
-			if err := settleDetached(ctx, c, conn.Node, name, what); err != nil {
+			if _, err := settleDetached(ctx, c, conn.Node, name, what); err != nil {
 				p.GetLogger(ctx).Warningf("%s: the earlier %s: %v; what the node runs decides what is due now", conn.Node, what, err)
 			}
 		}
