@@ -310,7 +310,7 @@ func (d *drill) scheduled(ctx context.Context) {
 	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
 		var names []string
 		for deadline := time.Now().Add(keep*interval + 2*interval); ; time.Sleep(time.Second) {
-			log, _ := d.lab.Run(ctx, n, "journalctl -q -o cat -u "+etcdsnapshot.Service+" | grep -c '^saved '")
+			log, _ := d.lab.Run(ctx, n, "{ journalctl -q -o cat -u "+etcdsnapshot.Service+"; cat /var/log/homelab/homelab-etcd-snapshot.log; } 2>/dev/null | grep -c '^saved '")
 			out, _ := d.lab.Run(ctx, n, "ls -1 "+etcdsnapshot.Dir+" | grep -E '"+etcdsnapshot.NamePattern+"'")
 			names = strings.Fields(out)
 			runs, _ := strconv.Atoi(strings.TrimSpace(log))
