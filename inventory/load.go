@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -56,7 +57,20 @@ func parse(data []byte, dir string, files bool) (*Inventory, []*Problem, error) 
 	if err != nil {
 		return nil, warnings, err
 	}
+	inv.canonicalize()
 	return inv, warnings, nil
+}
+
+// canonicalize writes what the user may spell several ways in the one form
+// every consumer renders and compares. netplan takes a MAC only as six
+// colon-separated pairs: 52-54-00-0A-00-78 in the netplan file would leave
+// the node without its static address at its next boot.
+func (inv *Inventory) canonicalize() {
+	for i := range inv.Nodes {
+		if hw, err := net.ParseMAC(inv.Nodes[i].MAC); err == nil && len(hw) == 6 {
+			inv.Nodes[i].MAC = hw.String()
+		}
+	}
 }
 
 // positions maps field paths to the line they were declared on.

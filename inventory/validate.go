@@ -69,8 +69,13 @@ func validate(inv *Inventory, pos positions, files bool) ([]*Problem, error) {
 		gateway = checkHostAddr(ps, "cluster.network.gateway", c.Network.Gateway, nodeNet, "cluster.network.nodeCIDR")
 	}
 	for i, ns := range c.Network.Nameservers {
-		if _, err := netip.ParseAddr(ns); err != nil {
-			ps.errorf(fmt.Sprintf("cluster.network.nameservers[%d]", i), "%q is not an IP address; list resolvers by address, e.g. %s", ns, "10.0.0.1")
+		field := fmt.Sprintf("cluster.network.nameservers[%d]", i)
+		if a, err := netip.ParseAddr(ns); err != nil {
+			ps.errorf(field, "%q is not an IP address; list resolvers by address, e.g. %s", ns, "10.0.0.1")
+		} else if a.Zone() != "" {
+			// netplan refuses the whole file over one zoned resolver,
+			// and the node then comes up without its static address.
+			ps.errorf(field, "%q names a zone (%%%s), which netplan's nameservers cannot take; list a resolver address without one (IPv4, or a global or unique-local IPv6 address)", ns, a.Zone())
 		}
 	}
 
@@ -270,7 +275,7 @@ func checkNodes(ps *problems, inv *Inventory, nodeNet netip.Prefix, gateway neti
 		if n.MAC != "" {
 			hw, err := net.ParseMAC(n.MAC)
 			if err != nil || len(hw) != 6 {
-				ps.errorf(p+".mac", "%q is not a MAC address; write six hex pairs like 52:54:00:0a:00:78 (quote it in YAML)", n.MAC)
+				ps.errorf(p+".mac", "%q is not a MAC address; write six hex pairs like 52:54:00:0a:00:78 (quote it in YAML; 52-54-00-0a-00-78 is read as the same)", n.MAC)
 			} else if j, dup := macs[hw.String()]; dup {
 				ps.errorf(p+".mac", "%s is already the MAC of nodes[%d]; MACs must be unique", hw, j)
 			} else {

@@ -157,6 +157,8 @@ func TestBadInventories(t *testing.T) {
 		{name: "duplicate address", mutate: func(m map[string]any) { at(m, "nodes.6")["address"] = "10.0.0.130" }, want: []string{"nodes[6].address"}},
 		{name: "bad MAC", mutate: func(m map[string]any) { at(m, "nodes.1")["mac"] = "52:54:00:0a:00" }, want: []string{"nodes[1].mac"}},
 		{name: "duplicate MAC", mutate: func(m map[string]any) { at(m, "nodes.2")["mac"] = "52:54:00:0A:00:78" }, want: []string{"nodes[2].mac"}},
+		{name: "duplicate MAC in another spelling", mutate: func(m map[string]any) { at(m, "nodes.2")["mac"] = "52-54-00-0a-00-78" }, want: []string{"nodes[2].mac"}},
+		{name: "zoned nameserver", mutate: func(m map[string]any) { at(m, "cluster.network")["nameservers"] = []any{"10.0.0.1", "fe80::1%eth0"} }, want: []string{"cluster.network.nameservers[1]"}},
 		{name: "interface name too long", mutate: func(m map[string]any) { at(m, "nodes.0")["interface"] = "enp0s31f6-uplink0" }, want: []string{"nodes[0].interface"}},
 		{name: "no control plane", mutate: func(m map[string]any) {
 			for _, i := range []string{"0", "1", "2"} {
@@ -448,6 +450,27 @@ func TestEvenControlPlaneWarningSaysWhatQuorumSurvives(t *testing.T) {
 		i := slices.IndexFunc(warnings, func(p *Problem) bool { return p.Path == "nodes" })
 		if err != nil || i < 0 || !strings.Contains(warnings[i].Message, tc.want) {
 			t.Errorf("%d control planes: %v %v", tc.cps, warnings, err)
+		}
+	}
+}
+
+// A MAC spelled with dashes, dots or capitals is the same NIC: the loaded
+// inventory holds the one form netplan accepts, so the netplan file and
+// every comparison with a node's live MACs see six colon-separated pairs.
+func TestMACsAreLoadedInNetplansForm(t *testing.T) {
+	for _, mac := range []string{"52:54:00:0a:00:7b", "52-54-00-0A-00-7B", "5254.000a.007b", "52:54:00:0A:00:7B"} {
+		inv, _, err := Parse([]byte(`
+cluster:
+  endpoint: {vip: 10.0.0.100}
+  network: {nodeCIDR: 10.0.0.0/24, gateway: 10.0.0.1}
+nodes:
+  - {name: cp-1, role: control-plane, address: 10.0.0.120, mac: "` + mac + `"}
+`))
+		if err != nil {
+			t.Fatalf("%s: %v", mac, err)
+		}
+		if got := inv.Nodes[0].MAC; got != "52:54:00:0a:00:7b" {
+			t.Errorf("%s loads as %q, want 52:54:00:0a:00:7b", mac, got)
 		}
 	}
 }
