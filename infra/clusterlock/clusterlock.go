@@ -29,6 +29,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Dir is the lock on a node.
@@ -137,7 +138,7 @@ func Take(ctx context.Context, nodes []Node, me Holder, o Options) (*Lock, error
 			unreached = multierror.Append(unreached, fmt.Errorf("%s: %w", n.Name, n.Err))
 			continue
 		}
-		res, err := n.Exec.RunInput(ctx, "sh -c "+quote(takeScript)+" take "+quote(Dir)+" "+quote(me.ID)+" "+mode, record)
+		res, err := n.Exec.RunInput(ctx, "sh -c "+shell.Quote(takeScript)+" take "+shell.Quote(Dir)+" "+shell.Quote(me.ID)+" "+mode, record)
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 		}
@@ -186,7 +187,7 @@ func (l *Lock) Release(ctx context.Context, nodes []Node) error {
 			errs = multierror.Append(errs, fmt.Errorf("%s: releasing the cluster lock (remove %s there once no run holds it): %w", n.Name, Dir, n.Err))
 			continue
 		}
-		res, err := n.Exec.Run(ctx, "sh -c "+quote(releaseScript)+" release "+quote(Dir)+" "+quote(l.me.ID))
+		res, err := n.Exec.Run(ctx, "sh -c "+shell.Quote(releaseScript)+" release "+shell.Quote(Dir)+" "+shell.Quote(l.me.ID))
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 		}
@@ -202,8 +203,6 @@ func parseHolder(s string) Holder {
 	_ = json.Unmarshal([]byte(strings.TrimSpace(s)), &h)
 	return h
 }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Target is the cluster whose control-plane nodes hold the lock.
 type Target struct {

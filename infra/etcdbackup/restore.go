@@ -16,6 +16,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/etcdclient"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Paths on a node the restore uses.
@@ -298,7 +299,7 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		// The restored data still holds the Node of the machine that was
 		// there, Ready as of the snapshot: kubeadm join refuses to join
 		// over a Ready Node, and that machine's kubelet is gone.
-		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, "kubectl --kubeconfig "+adminConf+" delete node "+quote(name)+" --ignore-not-found --wait=false"); err != nil {
+		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, "kubectl --kubeconfig "+adminConf+" delete node "+shell.Quote(name)+" --ignore-not-found --wait=false"); err != nil {
 			return rep, err
 		}
 	}
@@ -502,7 +503,7 @@ func (t Target) startRestored(ctx context.Context, s *nodeState, tarball []byte,
 	if err := s.c.Upload(ctx, upload, tarball, 0o600); err != nil {
 		return err
 	}
-	d := quote(s.flags["data-dir"])
+	d := shell.Quote(s.flags["data-dir"])
 	script := `set -e
 ` + moveAsideScript(s.flags["data-dir"]) + `
 d=` + d + `
@@ -577,10 +578,10 @@ const keptPrefix = "kept-at="
 // moveAsideScript moves the member directory under dataDir, if any, to a
 // new directory of its own under BeforeRestoreDir and prints where.
 func moveAsideScript(dataDir string) string {
-	return `if [ -d ` + quote(dataDir+"/member") + ` ]; then
+	return `if [ -d ` + shell.Quote(dataDir+"/member") + ` ]; then
   mkdir -p ` + BeforeRestoreDir + `; chmod 700 ` + BeforeRestoreDir + `
   b=$(mktemp -d ` + BeforeRestoreDir + `/$(date -u +%Y%m%dT%H%M%SZ)-XXXX)
-  mv ` + quote(dataDir+"/member") + ` "$b/"
+  mv ` + shell.Quote(dataDir+"/member") + ` "$b/"
   echo "` + keptPrefix + `$b/member"
 fi`
 }
@@ -692,8 +693,6 @@ func waitFor(ctx context.Context, bound time.Duration, what string, fn func() er
 		}
 	}
 }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func contains(ss []string, s string) bool {
 	for _, x := range ss {

@@ -21,6 +21,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // ControlPlaneAddress keeps what kubeadm baked into a control-plane node
@@ -351,7 +352,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 	for _, r := range due {
 		log.Infof("%s: renewing %s", node, r)
 	}
-	cfg := " --config " + quote(in.configPath())
+	cfg := " --config " + shell.Quote(in.configPath())
 
 	renewed, kubeconfigs, restart := renewedCerts(due)
 	certs := slices.Clone(dr.certs)
@@ -397,7 +398,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		// once they exit.
 		script += "systemctl restart kubelet\n"
 		for _, pod := range []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
-			script += "pkill -f " + quote(nodefacts.ProcessPattern(pod)) + " || true\n"
+			script += "pkill -f " + shell.Quote(nodefacts.ProcessPattern(pod)) + " || true\n"
 		}
 		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, script); err != nil {
 			return st, err
@@ -550,7 +551,7 @@ func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs
 			for _, sc := range stale {
 				if !restarted[sc.pod] {
 					p.GetLogger(ctx).Warningf("%s: %s still serves its previous %s; restarting it", in.Connection.Node, sc.pod, sc.file)
-					_, _ = c.Run(ctx, "pkill -f "+quote(nodefacts.ProcessPattern(sc.pod))+" || true")
+					_, _ = c.Run(ctx, "pkill -f "+shell.Quote(nodefacts.ProcessPattern(sc.pod))+" || true")
 					restarted[sc.pod] = true
 				}
 			}
@@ -647,7 +648,7 @@ mkdir -p "$t/etcd"
 		dir := strings.TrimSuffix(path.Dir(ca), ".")
 		script += "cp -p $pki/" + ca + ".crt $pki/" + ca + `.key "$t/` + dir + "\"\n"
 	}
-	script += `sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + quote(config) + ` > "$t/config.yaml"` + "\n"
+	script += `sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + shell.Quote(config) + ` > "$t/config.yaml"` + "\n"
 	for _, f := range certs {
 		base := strings.TrimSuffix(f, ".crt")
 		r, _ := nodefacts.RenewableNamed(f)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A refresh reads every resource at once. Reads that ask one node the
@@ -155,7 +156,7 @@ func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]
 func getNodes(ctx context.Context, c ssh.Executor, names []string) (map[string]*nodeJSON, error) {
 	quoted := make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = quote(n)
+		quoted[i] = shell.Quote(n)
 	}
 	out, err := queryAPI(ctx, c, kubectl+" get node "+strings.Join(quoted, " ")+" -o json --ignore-not-found")
 	if err != nil {

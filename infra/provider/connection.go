@@ -206,9 +206,6 @@ func tail(s string, lines int) string {
 	return strings.Join(parts, "\n")
 }
 
-// quote makes s one shell word.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // currentVia is the connection to reach the cluster through: the latest
 // inputs' whenever they have one. Through which node the cluster is
 // reached is a means, not a property of the resource: Diff does not show

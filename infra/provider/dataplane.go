@@ -16,6 +16,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Dataplane is the cluster's pod network and who implements Services:
@@ -435,7 +436,7 @@ func repairAndWaitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs,
 
 func restoreKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
-		"kubeadm init phase addon kube-proxy --config "+quote(in.InitConfigPath)); err != nil {
+		"kubeadm init phase addon kube-proxy --config "+shell.Quote(in.InitConfigPath)); err != nil {
 		return err
 	}
 	return waitKubeProxy(ctx, c, in)

@@ -12,6 +12,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // runsDir holds a detached run per step on the node: its pid while it
@@ -86,7 +87,7 @@ func runDetached(ctx context.Context, c ssh.Executor, node, name, what, cmd stri
 // into what apt and kubeadm create.
 func detachedStart(d, tag, cmd string) string {
 	return `set -e
-d=` + quote(d) + `
+d=` + shell.Quote(d) + `
 u=$(umask)
 mkdir -p "$(dirname "$d")"
 umask 077
@@ -96,13 +97,13 @@ if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running; 
 if [ -f "$d/rc" ] && [ "$(cat "$d/tag" 2>/dev/null)" = ` + tag + ` ]; then echo finished; exit 0; fi
 rm -f "$d/rc" "$d/out" "$d/pid"
 echo ` + tag + ` > "$d/tag"
-setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; (umask "$2"; exec sh -c "$1") > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + quote(cmd) + ` "$u" </dev/null >/dev/null 2>&1 &
+setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; (umask "$2"; exec sh -c "$1") > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + shell.Quote(cmd) + ` "$u" </dev/null >/dev/null 2>&1 &
 echo started`
 }
 
 // awaitDetached polls for the run's exit code, then collects (removes) it.
 func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (string, error) {
-	poll := `d=` + quote(d) + `
+	poll := `d=` + shell.Quote(d) + `
 if [ -f "$d/rc" ]; then echo "rc=$(cat "$d/rc")"; cat "$d/out" 2>/dev/null
 elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running
 elif [ -f "$d/pid" ]; then echo lost
@@ -116,7 +117,7 @@ else echo starting; fi`
 		switch {
 		case strings.HasPrefix(first, "rc="):
 			rc, _ := strconv.Atoi(strings.TrimPrefix(first, "rc="))
-			if _, err := c.Run(ctx, "rm -rf "+quote(d)); err != nil {
+			if _, err := c.Run(ctx, "rm -rf "+shell.Quote(d)); err != nil {
 				p.GetLogger(ctx).Warningf("%s: removing %s: %v", node, d, err)
 			}
 			if rc != 0 {
@@ -127,7 +128,7 @@ else echo starting; fi`
 			// Its process is gone without an exit code: the node rebooted
 			// under it. Give a racing start a moment, then say so.
 			if lost++; lost > 3 {
-				_, _ = c.Run(ctx, "rm -rf "+quote(d))
+				_, _ = c.Run(ctx, "rm -rf "+shell.Quote(d))
 				return "", fmt.Errorf("%s: %s stopped without finishing (the node rebooted?): run up again", node, what)
 			}
 		}
@@ -146,7 +147,7 @@ func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	e := &busyError{node: node, what: what, dir: d}
-	out, _, err := query(ctx, c, `d=`+quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`)
+	out, _, err := query(ctx, c, `d=`+shell.Quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`)
 	if err == nil {
 		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		e.pid, e.cmd = strings.TrimSpace(pid), tail(redact(strings.TrimSpace(cmd)), 1)

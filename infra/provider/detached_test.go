@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A detached run's output holds what kubeadm and apt print (join
@@ -20,7 +21,7 @@ import (
 // on a node.
 func TestDetachedOutputIsPrivate(t *testing.T) {
 	d := filepath.Join(t.TempDir(), "runs", "kubeadm-init")
-	script := detachedStart(d, "0123456789abcdef", "echo token abc.def; umask; touch "+quote(filepath.Join(filepath.Dir(d), "made")))
+	script := detachedStart(d, "0123456789abcdef", "echo token abc.def; umask; touch "+shell.Quote(filepath.Join(filepath.Dir(d), "made")))
 	if out, err := exec.Command("sh", "-c", "umask 022\n"+script).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "started" {
 		t.Fatalf("start: %v %s", err, out)
 	}

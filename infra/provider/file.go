@@ -12,6 +12,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // File is a file on a node. Its live state is its checksum and mode, so an
@@ -162,8 +163,8 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 			return infer.DeleteResponse{}, refused(node, "removing "+path, "delete "+path+" from a node whose control plane still runs on it")
 		}
 	}
-	_, err = must(ctx, c, node, "removing "+path, "rm -f "+quote(path)+
+	_, err = must(ctx, c, node, "removing "+path, "rm -f "+shell.Quote(path)+
 		// The directory it made (kubeadm/, encryption/) goes too once empty.
-		" && { rmdir \"$(dirname "+quote(req.State.Path)+")\" 2>/dev/null; true; }")
+		" && { rmdir \"$(dirname "+shell.Quote(req.State.Path)+")\" 2>/dev/null; true; }")
 	return infer.DeleteResponse{}, err
 }

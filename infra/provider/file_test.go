@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // refresh is a Read as a refresh runs it.
@@ -248,7 +249,7 @@ func TestFileDelete(t *testing.T) {
 			} else {
 				cp1.on(running, "", 1)
 			}
-			cp1.onFunc("rm -f "+quote(tc.path), func(string) (ssh.Result, error) {
+			cp1.onFunc("rm -f "+shell.Quote(tc.path), func(string) (ssh.Result, error) {
 				delete(cp1.files, tc.path)
 				return ssh.Result{}, nil
 			})

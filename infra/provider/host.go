@@ -16,6 +16,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Host is a machine of the inventory as it really is: reachable with its
@@ -86,9 +87,9 @@ for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; read -r m <
 ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case " $rest " in *" secondary "*) continue;; esac; echo "addr=${a%%/*}"; done
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
 ` + nodefacts.LinesFuncs + `
-certlines ca ` + quote(ca) + `
-certlines kubeletcert ` + quote(kubeletCert) + `
-[ -f ` + quote(kubeletConf) + ` ] && echo kubeletconf=yes
+certlines ca ` + shell.Quote(ca) + `
+certlines kubeletcert ` + shell.Quote(kubeletCert) + `
+[ -f ` + shell.Quote(kubeletConf) + ` ] && echo kubeletconf=yes
 true`
 }
 
@@ -116,11 +117,11 @@ func versionScript(prev HostState) string {
 	b.WriteString("IFS='\n'\nfor l in $stamps; do\np=${l%% *}; t=${p##*/}; echo \"stamp.$t=$l\"\ncase \"$t $l\" in\n")
 	for _, v := range versionCommands {
 		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {
-			b.WriteString(quote(v.tool+" "+stamp) + ") echo version." + v.tool + "=" + quote(version) + " ;;\n")
+			b.WriteString(shell.Quote(v.tool+" "+stamp) + ") echo version." + v.tool + "=" + shell.Quote(version) + " ;;\n")
 		}
 	}
 	for _, v := range versionCommands {
-		b.WriteString(quote(v.tool+" ") + `*) echo "version.` + v.tool + `=$(` + v.cmd + `)" ;;` + "\n")
+		b.WriteString(shell.Quote(v.tool+" ") + `*) echo "version.` + v.tool + `=$(` + v.cmd + `)" ;;` + "\n")
 	}
 	b.WriteString("esac\ndone\nunset IFS\ntrue\n")
 	return b.String()
@@ -165,7 +166,7 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (
 	st.HostKey = c.HostKey()
 	script := factsScript + "\n" + versionScript(prev)
 	for _, cmd := range in.Requires {
-		script += "\ncommand -v " + quote(cmd) + " >/dev/null || echo missing=" + quote(cmd)
+		script += "\ncommand -v " + shell.Quote(cmd) + " >/dev/null || echo missing=" + shell.Quote(cmd)
 	}
 	out, _, err := query(ctx, c, script)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -133,7 +134,7 @@ func preflightFlag(ignore []string) string {
 	if len(ignore) == 0 {
 		return ""
 	}
-	return " --ignore-preflight-errors=" + quote(strings.Join(ignore, ","))
+	return " --ignore-preflight-errors=" + shell.Quote(strings.Join(ignore, ","))
 }
 
 func (KubeadmInit) Create(ctx context.Context, req infer.CreateRequest[KubeadmInitArgs]) (infer.CreateResponse[KubeadmInitState], error) {
@@ -218,7 +219,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 				return err
 			}
 		}
-		cmd := "kubeadm init --config " + quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
+		cmd := "kubeadm init --config " + shell.Quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
 			" && touch " + nodefacts.InitMarker
 		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", cmd); err != nil {
 			return err
@@ -246,7 +247,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 }
 
 func uploadConfig(ctx context.Context, c ssh.Executor, node, configPath string) error {
-	_, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+quote(configPath))
+	_, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+shell.Quote(configPath))
 	return err
 }
 
@@ -597,7 +598,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	if err := c.Upload(ctx, in.ConfigPath, []byte(in.Config), 0o600); err != nil {
 		return fmt.Errorf("%s: writing the join config: %w", node, err)
 	}
-	cfg := quote(in.ConfigPath)
+	cfg := shell.Quote(in.ConfigPath)
 	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
 		"; [ $rc -eq 0 ] && touch " + nodefacts.JoinMarker + "; exit $rc"
 	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", cmd); err != nil {
@@ -621,7 +622,7 @@ func awaitSettledJoin(ctx context.Context, in KubeadmJoinArgs) error {
 // earlier up, and says whether there was one.
 func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
 	d := runsDir + "/" + name
-	out, _, err := query(ctx, c, "test -d "+quote(d)+" && echo pending")
+	out, _, err := query(ctx, c, "test -d "+shell.Quote(d)+" && echo pending")
 	if err != nil || strings.TrimSpace(out) != "pending" {
 		return false, err
 	}
@@ -735,7 +736,7 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh
 // nodeReady reports whether the cluster has a Node of that name reporting
 // Ready.
 func nodeReady(ctx context.Context, c ssh.Executor, node string) (bool, error) {
-	out, code, err := query(ctx, c, kubectl+" get node "+quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`)
+	out, code, err := query(ctx, c, kubectl+" get node "+shell.Quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`)
 	if err != nil {
 		return false, err
 	}
@@ -900,7 +901,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error {
 	node := st.Connection.Node
 	if cl, clNode, err := clusterClient(ctx, st.Via, st.Peers); err == nil {
-		name := quote(node)
+		name := shell.Quote(node)
 		if !st.ControlPlane {
 			_, _ = cl.Run(ctx, kubectl+" drain "+name+" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s")
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Kubelet client certificates rotate: the kubelet's certificate manager
@@ -251,7 +252,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 		// A link replaced by rename, as the kubelet's store does: the
 		// kubelet never finds the name missing.
 		link := nodefacts.KubeletPKIDir + "/.kubelet-client-current.homelab"
-		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, "ln -sfn "+quote(pair)+" "+quote(link)+" && mv -Tf "+quote(link)+" "+quote(nodefacts.KubeletClientCert)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, "ln -sfn "+shell.Quote(pair)+" "+shell.Quote(link)+" && mv -Tf "+shell.Quote(link)+" "+shell.Quote(nodefacts.KubeletClientCert)); err != nil {
 			return plan, err
 		}
 	}

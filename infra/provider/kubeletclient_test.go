@@ -30,6 +30,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // kubeletCA issues kubelet client certificates as the cluster's signer
@@ -272,13 +273,13 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		return ssh.Result{}, nil
 	})
 	k.via.on("get --raw=/readyz", "", 0)
-	k.via.onFunc("get lease "+quote(name), func(string) (ssh.Result, error) {
+	k.via.onFunc("get lease "+shell.Quote(name), func(string) (ssh.Result, error) {
 		if k.works() {
 			k.renewals++
 		}
 		return ssh.Result{Stdout: []byte(fmt.Sprintf("2027-01-01T00:00:%02d.000000Z 40", k.renewals))}, nil
 	})
-	k.via.on("get node "+quote(name)+" --ignore-not-found -o jsonpath", "True", 0)
+	k.via.on("get node "+shell.Quote(name)+" --ignore-not-found -o jsonpath", "True", 0)
 	return k
 }
 

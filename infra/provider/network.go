@@ -20,6 +20,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // The pod network: Cilium's agents on every node, each writing the CNI
@@ -214,7 +215,7 @@ func waitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 // joinedNodeReady is the Ready condition of a node, as "STATUS REASON:
 // MESSAGE" ("" when there is no Node of that name yet).
 func joinedNodeReady(node string) string {
-	return kubectl + " get node " + quote(node) + ` --ignore-not-found -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.reason}: {.message}{end}'`
+	return kubectl + " get node " + shell.Quote(node) + ` --ignore-not-found -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.reason}: {.message}{end}'`
 }
 
 // awaitJoinedNetwork waits, after node joined a cluster whose pod network

@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // NodeMeta keeps a Node's labels and taints as the inventory declares them,
@@ -80,7 +81,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 		return err
 	}
 	defer c.Close()
-	name := quote(in.Node)
+	name := shell.Quote(in.Node)
 	wait := kubectl + " get node " + name + " >/dev/null"
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -102,11 +103,11 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	}
 	var labels []string
 	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
-		labels = append(labels, quote(k+"="+in.Labels[k]))
+		labels = append(labels, shell.Quote(k+"="+in.Labels[k]))
 	}
 	for _, k := range slices.Sorted(maps.Keys(old.Labels)) {
 		if _, keep := in.Labels[k]; !keep {
-			labels = append(labels, quote(k+"-"))
+			labels = append(labels, shell.Quote(k+"-"))
 		}
 	}
 	var cmds []string
@@ -115,7 +116,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	}
 	for _, t := range old.Taints {
 		if !slices.Contains(in.Taints, t) {
-			cmds = append(cmds, kubectl+" taint node "+name+" "+quote(t.Key+":"+t.Effect+"-")+" || true")
+			cmds = append(cmds, kubectl+" taint node "+name+" "+shell.Quote(t.Key+":"+t.Effect+"-")+" || true")
 		}
 	}
 	for _, t := range in.Taints {
@@ -123,7 +124,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 		if t.Value != "" {
 			spec += "=" + t.Value
 		}
-		cmds = append(cmds, kubectl+" taint node "+name+" --overwrite "+quote(spec+":"+t.Effect))
+		cmds = append(cmds, kubectl+" taint node "+name+" --overwrite "+shell.Quote(spec+":"+t.Effect))
 	}
 	if len(cmds) == 0 {
 		return nil
@@ -241,7 +242,7 @@ func (m ManifestArgs) nsFlag() string {
 	if m.Namespace == "" {
 		return ""
 	}
-	return " -n " + quote(m.Namespace)
+	return " -n " + shell.Quote(m.Namespace)
 }
 
 type ManifestState struct {
@@ -295,7 +296,7 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, manifestRead, func(c ssh.Executor) (ManifestState, error) {
 		st := last
-		out, err := queryAPI(ctx, c, kubectl+" get "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		out, err := queryAPI(ctx, c, kubectl+" get "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
 		var refused *apiRefused
 		if errors.As(err, &refused) {
 			return st, unanswered(fmt.Errorf("its API: %w", err))
@@ -346,6 +347,6 @@ func (Manifest) Delete(ctx context.Context, req infer.DeleteRequest[ManifestStat
 		return infer.DeleteResponse{}, nil
 	}
 	defer c.Close()
-	_, err = c.Run(ctx, kubectl+" delete "+quote(st.Kind)+" "+quote(st.Name)+st.nsFlag()+" --ignore-not-found")
+	_, err = c.Run(ctx, kubectl+" delete "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" --ignore-not-found")
 	return infer.DeleteResponse{}, err
 }

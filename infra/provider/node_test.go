@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // fakeNodeObject emulates the API's Node object of one node, as kubectl on
@@ -26,7 +27,7 @@ type fakeNodeObject struct {
 }
 
 func serveNodeObject(via *fakeNode, obj *fakeNodeObject) {
-	name := quote(obj.name)
+	name := shell.Quote(obj.name)
 	via.onFunc(kubectl+" get node "+name, func(cmd string) (ssh.Result, error) {
 		if obj.down {
 			return ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}, nil
@@ -268,7 +269,7 @@ func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
 	cp1.onFunc(kubectl+" get node ", func(cmd string) (ssh.Result, error) {
 		var items []map[string]any
 		for _, n := range []string{"gpu-1", "gpu-2"} {
-			if strings.Contains(cmd, quote(n)) {
+			if strings.Contains(cmd, shell.Quote(n)) {
 				items = append(items, map[string]any{"kind": "Node", "metadata": map[string]any{"name": n, "labels": map[string]string{"role": n}},
 					"spec": map[string]any{"taints": []map[string]string{{"key": "gpu", "effect": "NoSchedule"}}}})
 			}

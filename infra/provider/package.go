@@ -13,6 +13,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Package is a set of Debian packages held at one pinned version, from an
@@ -100,7 +101,7 @@ func packageQuery(in PackageArgs) string {
 	}
 	words := make([]string, len(in.Names))
 	for i, n := range in.Names {
-		words[i] = quote(n)
+		words[i] = shell.Quote(n)
 	}
 	b.WriteString("dpkg-query -W -f='pkg=${Package} ${db:Status-Abbrev} ${Version}\\n' " + strings.Join(words, " ") + " 2>/dev/null\ntrue")
 	return b.String()
@@ -246,14 +247,14 @@ func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, err
 func installScript(in PackageArgs) string {
 	var pinned []string
 	for _, n := range in.Names {
-		pinned = append(pinned, quote(n+"="+in.aptVersion()))
+		pinned = append(pinned, shell.Quote(n+"="+in.aptVersion()))
 	}
 	var b strings.Builder
 	b.WriteString("set -e\nexport DEBIAN_FRONTEND=noninteractive\n")
 	if r := in.Repository; r != nil && r.Key == "" {
 		// Fetched to a file first: in a pipe, sh would not notice curl
 		// failing and would keep an empty keyring.
-		k := quote(r.Keyring)
+		k := shell.Quote(r.Keyring)
 		fmt.Fprintf(&b, `if [ ! -s %[1]s ]; then
   command -v curl >/dev/null && command -v gpg >/dev/null || { echo "fetching the repository key needs curl and gpg: apt-get install -y curl gnupg" >&2; exit 1; }
   mkdir -p "$(dirname %[1]s)"
@@ -262,7 +263,7 @@ func installScript(in PackageArgs) string {
   rm -f %[3]s
   mv %[4]s %[1]s
 fi
-`, k, quote(r.KeyURL), quote(r.Keyring+".asc"), quote(r.Keyring+".tmp"))
+`, k, shell.Quote(r.KeyURL), shell.Quote(r.Keyring+".asc"), shell.Quote(r.Keyring+".tmp"))
 	}
 	install := "apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ")
 	if r := in.Repository; r != nil {
@@ -272,14 +273,14 @@ fi
 		// and kubectl come from this repository alone. Should the install
 		// then miss a dependency from the system's repositories, they
 		// are all updated and the install tried again.
-		fmt.Fprintf(&b, "apt-get update -q -o Dir::Etc::sourcelist=%s -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0\n", quote(r.SourcesPath))
+		fmt.Fprintf(&b, "apt-get update -q -o Dir::Etc::sourcelist=%s -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0\n", shell.Quote(r.SourcesPath))
 		b.WriteString("if ! " + install + "; then\n  apt-get update -q\n  " + install + "\nfi\n")
 	} else {
 		b.WriteString("apt-get update -q\n" + install + "\n")
 	}
 	b.WriteString(holdCommand(in) + "\n")
 	if in.Enable != "" {
-		b.WriteString("systemctl enable " + quote(in.Enable) + "\n")
+		b.WriteString("systemctl enable " + shell.Quote(in.Enable) + "\n")
 	}
 	return b.String()
 }
@@ -287,7 +288,7 @@ fi
 func holdCommand(in PackageArgs) string {
 	names := make([]string, len(in.Names))
 	for i, n := range in.Names {
-		names[i] = quote(n)
+		names[i] = shell.Quote(n)
 	}
 	return "apt-mark hold " + strings.Join(names, " ") + " >/dev/null"
 }
@@ -370,7 +371,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		}
 	}
 	if in.Restart != "" && (changed || in.Trigger != old.Trigger) {
-		if _, err := must(ctx, c, node, "restarting "+in.Restart, "systemctl restart "+quote(in.Restart)); err != nil {
+		if _, err := must(ctx, c, node, "restarting "+in.Restart, "systemctl restart "+shell.Quote(in.Restart)); err != nil {
 			return PackageState{}, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A node kubeadm left "partial" (its completion marker or one of the
@@ -58,8 +59,8 @@ const asidePrefix = "etcd-aside="
 // reset, which deletes etcd's data directory.
 var etcdAsideScript = `if [ -d ` + nodefacts.EtcdMemberDir + ` ]; then
   systemctl stop kubelet >/dev/null 2>&1 || true
-  pkill -f ` + quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` || true
-  for i in $(seq 30); do pgrep -f ` + quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` >/dev/null || break; sleep 1; done
+  pkill -f ` + shell.Quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` || true
+  for i in $(seq 30); do pgrep -f ` + shell.Quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` >/dev/null || break; sleep 1; done
   a=` + nodefacts.EtcdAsideDir + `/$(date -u +%Y%m%dT%H%M%SZ)
   mkdir -p "$a"; chmod 700 ` + nodefacts.EtcdAsideDir + ` "$a"
   mv ` + nodefacts.EtcdMemberDir + ` "$a/"
@@ -83,7 +84,7 @@ func reportAside(ctx context.Context, node, out string) {
 // phases write whatever is still missing from the cluster's init config.
 // Nothing is deleted; a file present is never written over.
 func repairScript(configPath string) string {
-	cfg := quote(configPath)
+	cfg := shell.Quote(configPath)
 	var b strings.Builder
 	b.WriteString("set -e\n")
 	b.WriteString(`if [ -d ` + nodefacts.RestoreAsideDir + ` ]; then

@@ -11,6 +11,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,7 +26,7 @@ import (
 // this node, and nothing is removed without consent.
 func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
-	name := quote(node)
+	name := shell.Quote(node)
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
 		return cl.Query(ctx, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
 	})
@@ -107,7 +108,7 @@ func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bo
 // readLease is when the node's kubelet last renewed its Lease and the
 // Lease's duration in seconds, as the API has them ("" when there is none).
 func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew string, duration int, err error) {
-	out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
+	out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+shell.Quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
 	if err != nil {
 		return "", 0, err
 	}

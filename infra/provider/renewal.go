@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Certificates over the years: kubeadm's leaves last a year and nothing
@@ -168,7 +169,7 @@ func renewedCerts(due []renewal) (certs, kubeconfigs, restart []string) {
 func renewKubeconfigs(config string, names []string) string {
 	script := "set -e\n"
 	for _, n := range names {
-		script += "kubeadm certs renew " + n + " --config " + quote(config) + "\n"
+		script += "kubeadm certs renew " + n + " --config " + shell.Quote(config) + "\n"
 	}
 	return script
 }
@@ -199,7 +200,7 @@ func restartPods(pods []string) string {
 }
 `
 	for _, pod := range pods {
-		script += "restart " + quote(nodefacts.ProcessPattern(pod)) + " " + pod + "\n"
+		script += "restart " + shell.Quote(nodefacts.ProcessPattern(pod)) + " " + pod + "\n"
 	}
 	return script
 }
@@ -209,9 +210,9 @@ func restartPods(pods []string) string {
 // yet, and the next node's must not begin while this one's is pending, or
 // every apiserver restarts at once.
 func regeneratePod(pod, config string) string {
-	pattern := quote(nodefacts.ProcessPattern(pod))
+	pattern := shell.Quote(nodefacts.ProcessPattern(pod))
 	return "set -e\n" + awaitNewProcess +
 		"old=$(pgrep -f " + pattern + " | tr '\\n' ' ')\n" +
-		"kubeadm init phase control-plane " + nodefacts.ComponentPhase[pod] + " --config " + quote(config) + "\n" +
+		"kubeadm init phase control-plane " + nodefacts.ComponentPhase[pod] + " --config " + shell.Quote(config) + "\n" +
 		"await_new " + pattern + " " + pod + " \"$old\"\n"
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Service is a systemd unit kept enabled and running. Its live state is
@@ -50,7 +51,7 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 		return err
 	}
 	defer c.Close()
-	node, unit := in.Connection.Node, quote(in.Name)
+	node, unit := in.Connection.Node, shell.Quote(in.Name)
 	if _, err := must(ctx, c, node, "enabling "+in.Name, "systemctl enable "+unit); err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, Serv
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, serviceRead, func(c ssh.Executor) (ServiceState, error) {
 		st := req.State
-		out, _, err := query(ctx, c, "systemctl is-enabled "+quote(st.Name)+"; systemctl is-active "+quote(st.Name))
+		out, _, err := query(ctx, c, "systemctl is-enabled "+shell.Quote(st.Name)+"; systemctl is-active "+shell.Quote(st.Name))
 		if err != nil {
 			return st, err
 		}
@@ -147,7 +148,7 @@ func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]
 	}
 	defer c.Close()
 	return infer.DeleteResponse{}, movingEndpoint(req.State.Name, func() error {
-		_, err := must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+quote(req.State.Name))
+		_, err := must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+shell.Quote(req.State.Name))
 		return err
 	})
 }

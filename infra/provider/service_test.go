@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // fakeUnit emulates systemctl for one unit on a node: enable, start,
@@ -19,7 +20,7 @@ type fakeUnit struct {
 
 func serveUnit(n *fakeNode, name string) *fakeUnit {
 	u := &fakeUnit{}
-	q := quote(name)
+	q := shell.Quote(name)
 	word := func(b bool, yes, no string) string {
 		if b {
 			return yes

@@ -19,6 +19,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 	"github.com/homelab-dev/homelab/roles/upgrade"
 )
 
@@ -537,7 +538,7 @@ func (u *upgrader) snapshot(ctx context.Context, ex ssh.Executor, node string) e
 		return fmt.Errorf("the etcd snapshot taken before the upgrade does not check: %w", err)
 	}
 	path := fmt.Sprintf("%s/before-upgrade-%s-%s.db", etcdsnapshot.Dir, u.in.Target, time.Now().UTC().Format(etcdsnapshot.TimeFormat))
-	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, "mkdir -p -m 0700 "+quote(etcdsnapshot.Dir)); err != nil {
+	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, "mkdir -p -m 0700 "+shell.Quote(etcdsnapshot.Dir)); err != nil {
 		return err
 	}
 	if err := ex.Upload(ctx, path, data, 0o600); err != nil {
@@ -569,7 +570,7 @@ func pruneUpgradeSnapshots(dir string, keep int) string {
 	return fmt.Sprintf(`cd %s 2>/dev/null || exit 0
 ls -1t before-upgrade-*.db 2>/dev/null | tail -n +%d | while IFS= read -r f; do
 	rm -f -- "$f" && echo "$f"
-done`, quote(dir), keep+1)
+done`, shell.Quote(dir), keep+1)
 }
 
 // install puts the packages at the target's version, held, from the
@@ -633,11 +634,11 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node st
 		cmd := "kubeadm upgrade node --certificate-renewal=false" + preflightFlag(u.ignore())
 		if s.Action == upgrade.Apply {
 			// kubeadm's own check of what it is about to do, read-only.
-			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, "kubeadm upgrade plan "+quote(u.in.Target)+preflightFlag(u.ignore())); err != nil {
+			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, "kubeadm upgrade plan "+shell.Quote(u.in.Target)+preflightFlag(u.ignore())); err != nil {
 				return err
 			}
 			// Certificates are up's to renew (cluster.certificates).
-			cmd = "kubeadm upgrade apply " + quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
+			cmd = "kubeadm upgrade apply " + shell.Quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
 		}
 		// kubeadm restarts the node's apiserver: where the node holds
 		// the VIP, keepalived hands it over first (its drop-in takes
@@ -684,7 +685,7 @@ func (u *upgrader) handOverVIP(ctx context.Context, ex ssh.Executor, node string
 	if err != nil || net.ParseIP(vip) == nil || vip == u.conns[node].Host {
 		return false, nil // a DNS name, or the node's own address (single-ip)
 	}
-	out, _, err := query(ctx, ex, "ip -o addr show | grep -qw "+quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds")
+	out, _, err := query(ctx, ex, "ip -o addr show | grep -qw "+shell.Quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds")
 	if err != nil || strings.TrimSpace(out) != "holds" {
 		return false, err
 	}
@@ -705,7 +706,7 @@ func (u *upgrader) healthy(ctx context.Context, ex ssh.Executor, node string, up
 		server := "https://" + strings.TrimSuffix(a.Address, ".") + ":" + fmt.Sprint(a.port())
 		deadline := time.Now().Add(probesOf(ctx).timeout)
 		for {
-			out, err := queryAPI(ctx, ex, kubectl+" --server "+quote(server)+" get --raw /version")
+			out, err := queryAPI(ctx, ex, kubectl+" --server "+shell.Quote(server)+" get --raw /version")
 			if err == nil && strings.Contains(strings.ReplaceAll(out, " ", ""), `"gitVersion":"`+u.in.Target+`"`) {
 				break
 			}
@@ -764,7 +765,7 @@ func (u *upgrader) kubelet(ctx context.Context, node string, worker bool) error 
 // pods (their hash changes), and on the VIP holder that refuses every call
 // until keepalived moves the VIP. An uncordon is idempotent.
 func uncordon(ctx context.Context, api ssh.Executor, via, node string) error {
-	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return api.Run(ctx, kubectl+" uncordon "+quote(node)) })
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return api.Run(ctx, kubectl+" uncordon "+shell.Quote(node)) })
 	if err != nil {
 		return fmt.Errorf("%s: uncordoning %s: %w", via, node, err)
 	}
@@ -781,7 +782,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 	// A drain is idempotent too, and may follow a kubelet upgrade that
 	// restarted the endpoint's API server (kubelet above).
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
-		return api.Run(ctx, kubectl+" drain "+quote(node)+" --ignore-daemonsets --delete-emptydir-data --timeout="+quote(timeout))
+		return api.Run(ctx, kubectl+" drain "+shell.Quote(node)+" --ignore-daemonsets --delete-emptydir-data --timeout="+shell.Quote(timeout))
 	})
 	if err != nil {
 		return fmt.Errorf("%s: draining %s: %w", via, node, err)
@@ -789,7 +790,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 	if r.ExitCode == 0 {
 		return nil
 	}
-	left, _, _ := query(ctx, api, kubectl+" get pods -A --field-selector spec.nodeName="+quote(node)+
+	left, _, _ := query(ctx, api, kubectl+" get pods -A --field-selector spec.nodeName="+shell.Quote(node)+
 		` -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].kind!="DaemonSet")]}{.metadata.namespace}/{.metadata.name} {end}'`)
 	var pods []string
 	for _, pod := range strings.Fields(left) {
@@ -806,7 +807,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 func (u *upgrader) readyAt(ctx context.Context, api ssh.Executor, node string) error {
 	deadline := time.Now().Add(probesOf(ctx).timeout)
 	for {
-		out, _, err := query(ctx, api, kubectl+" get node "+quote(node)+` -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}'`)
+		out, _, err := query(ctx, api, kubectl+" get node "+shell.Quote(node)+` -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}'`)
 		if err == nil && strings.TrimSpace(out) == u.in.Target+" True" {
 			return nil
 		}

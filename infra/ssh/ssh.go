@@ -31,6 +31,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Target is one machine to connect to.
@@ -691,11 +692,6 @@ func brief(cmd string) string {
 	return strconv.Quote(first)
 }
 
-// quote makes s one word for a POSIX shell.
-func quote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func checkPath(p string) error {
 	if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
 		return fmt.Errorf("%q is not an absolute path", p)
@@ -723,7 +719,7 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 	tmp := path.Join(dir, "."+path.Base(p)+".homelab-"+hex.EncodeToString(suffix[:]))
 
 	prepare := fmt.Sprintf("mkdir -p -- %s && if [ -d %s ]; then echo %s >&2; exit 1; fi",
-		quote(dir), quote(p), quote(p+" is a directory"))
+		shell.Quote(dir), shell.Quote(p), shell.Quote(p+" is a directory"))
 	if err := c.must(ctx, "upload "+p, prepare); err != nil {
 		return err
 	}
@@ -743,7 +739,7 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 		return fmt.Errorf("ssh %s: upload %s: %w", c.node, p, err)
 	}
 	finish := fmt.Sprintf("chmod %04o %s && mv -f -- %s %s || { rm -f -- %s; exit 1; }",
-		modeBits(mode), quote(tmp), quote(tmp), quote(p), quote(tmp))
+		modeBits(mode), shell.Quote(tmp), shell.Quote(tmp), shell.Quote(p), shell.Quote(tmp))
 	if err := c.must(ctx, "upload "+p, finish); err != nil {
 		c.removeAfter(ctx, tmp)
 		return err
@@ -756,7 +752,7 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 func (c *Client) removeAfter(ctx context.Context, tmp string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	c.exec(ctx, "rm -f -- "+quote(tmp), nil)
+	c.exec(ctx, "rm -f -- "+shell.Quote(tmp), nil)
 }
 
 // must runs an internal step of a recorded action; a non-zero exit is an
@@ -798,7 +794,7 @@ func (c *Client) Read(ctx context.Context, p string) ([]byte, error) {
 	if err := c.record("read", false, p); err != nil {
 		return nil, err
 	}
-	q := quote(p)
+	q := shell.Quote(p)
 	res, err := c.exec(ctx, fmt.Sprintf("if [ ! -e %s ]; then exit %d; fi; exec cat -- %s", q, notExistStatus, q), nil)
 	if err != nil {
 		return nil, err

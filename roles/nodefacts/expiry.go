@@ -27,7 +27,7 @@ const KubeletClientCert = KubeletPKIDir + "/kubelet-client-current.pem"
 // reads them all: a shell, sed and base64 per file were most of what a
 // refresh of a control-plane node cost (docs/benchmarks.md).
 func expiryScript(root string) string {
-	return "r=" + shellQuote(root) + "\n" +
+	return "r=" + rootWord(root) + "\n" +
 		"set --\n" +
 		"for f in " + strings.Join(LeafCerts, " ") + " " + KubeletClientCert + `; do [ -f "$r$f" ] && set -- "$@" "$r$f"; done` + "\n" +
 		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && set -- "$@" "$p"; done` + "\n" +

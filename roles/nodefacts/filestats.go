@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // FileStat is what a File's read compares with what should be on the
@@ -26,7 +28,7 @@ func FileStatsScript(paths []string) string {
 	var b strings.Builder
 	b.WriteString("i=0; set --; for p in")
 	for _, p := range paths {
-		b.WriteString(" " + shellQuote(p))
+		b.WriteString(" " + shell.Quote(p))
 	}
 	b.WriteString(`; do [ -f "$p" ] && { set -- "$@" "$p"; printf '%s ' "$i"; }; i=$((i+1)); done; echo` + "\n")
 	b.WriteString(`[ $# -eq 0 ] || { stat -c %a -- "$@" && sha256sum -- "$@"; }`)

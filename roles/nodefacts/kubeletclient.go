@@ -40,7 +40,7 @@ var redactedKey = base64.StdEncoding.EncodeToString([]byte("redacted"))
 // the node. Read-only. The common case, a kubelet.conf that names its
 // files, starts no process but the shell (LinesFuncs).
 func kubeletClientScript(root string) string {
-	return "r=" + shellQuote(root) + "\n" + LinesFuncs + "\n" +
+	return "r=" + rootWord(root) + "\n" + LinesFuncs + "\n" +
 		`if [ -f "$r` + KubeletConf + `" ]; then k=; while IFS= read -r l || [ -n "$l" ]; do case $l in *client-key-data*) k=1;; esac; done < "$r` + KubeletConf + `"` + "\n" +
 		`if [ -n "$k" ]; then echo "kubelet-conf=$(sed -E 's#(client-key-data"?[[:space:]]*:[[:space:]]*)["'"'"']?[A-Za-z0-9+/=]*["'"'"']?#\1"` + redactedKey + `"#' "$r` + KubeletConf + `" | base64 -w0)"` + "\n" +
 		`else echo kubelet-conf-file=yes; lines kubelet-conf-line "$r` + KubeletConf + `"; fi; fi` + "\n" +

@@ -33,7 +33,7 @@ func probedFiles() []string {
 // (docs/benchmarks.md). Every kubeconfig gets a line without a server
 // first; awk's, when it names one, comes later and wins.
 func probeScript(root string) string {
-	return "r=" + shellQuote(root) + "\n" +
+	return "r=" + rootWord(root) + "\n" +
 		LinesFuncs + "\n" +
 		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && { printf 'file=%s \n' "$f"; lines "line $f" "$r$f"; }; done` + "\n" +
 		"set --\n" +

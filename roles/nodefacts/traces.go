@@ -1,6 +1,10 @@
 package nodefacts
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/homelab-dev/homelab/roles/shell"
+)
 
 // Kind is how a Trace is looked for.
 type Kind int
@@ -51,7 +55,7 @@ func (t Trace) Test() string { return t.test("") }
 // The paths are this package's constants: only root needs quoting, and a
 // glob must stay unquoted.
 func (t Trace) test(root string) string {
-	p := shellQuote(root) + t.Path
+	p := rootWord(root) + t.Path
 	switch t.Kind {
 	case Dir:
 		return "test -d " + p
@@ -124,7 +128,7 @@ func presenceScript(root string, traces []Trace) string {
 			continue
 		}
 		seen[t] = true
-		b.WriteString(t.test(root) + " && echo " + shellQuote("present="+t.Path) + "\n")
+		b.WriteString(t.test(root) + " && echo " + shell.Quote("present="+t.Path) + "\n")
 	}
 	b.WriteString("true")
 	return b.String()
@@ -142,9 +146,11 @@ func ParsePresence(out string) map[string]bool {
 	return present
 }
 
-func shellQuote(s string) string {
-	if s == "" {
+// rootWord is root as a word of a script, nothing for the node's own /:
+// the scripts a node runs then read as written, paths unprefixed.
+func rootWord(root string) string {
+	if root == "" {
 		return ""
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shell.Quote(root)
 }

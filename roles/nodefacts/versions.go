@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // VersionedComponents are the static pods whose image tags say which
@@ -27,7 +29,7 @@ func VersionsScriptFor(kubeletStamp, kubeletVersion string) string {
 	b.WriteString(StampsScript("kubelet"))
 	run := `printf 'kubelet='; kubelet --version 2>/dev/null || echo`
 	if kubeletStamp != "" && kubeletVersion != "" {
-		run = `if [ "$stamps" = ` + shellQuote(kubeletStamp) + ` ]; then echo kubelet=` + shellQuote(kubeletVersion) + `; else ` + run + `; fi`
+		run = `if [ "$stamps" = ` + shell.Quote(kubeletStamp) + ` ]; then echo kubelet=` + shell.Quote(kubeletVersion) + `; else ` + run + `; fi`
 	}
 	b.WriteString(`[ -n "$stamps" ] && { printf 'kubelet-stamp=%s\n' "$stamps"; ` + run + `; }` + "\n")
 	b.WriteString("set --\n")

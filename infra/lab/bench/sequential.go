@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // phase is one timed part of the sequential script.
@@ -182,7 +183,7 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 	// 3. Labels and taints (once each Node registered), the RuntimeClass.
 	const kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
 	for _, n := range inv.Nodes {
-		name := quote(n.Name)
+		name := shell.Quote(n.Name)
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
 			c, err := client(first)
@@ -206,7 +207,7 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 		if len(labels) > 0 {
 			var kv []string
 			for _, k := range slices.Sorted(maps.Keys(labels)) {
-				kv = append(kv, quote(k+"="+labels[k]))
+				kv = append(kv, shell.Quote(k+"="+labels[k]))
 			}
 			cmds = append(cmds, kubectl+" label node "+name+" --overwrite "+strings.Join(kv, " "))
 		}
@@ -215,7 +216,7 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 			if t.Value != "" {
 				spec += "=" + t.Value
 			}
-			cmds = append(cmds, kubectl+" taint node "+name+" --overwrite "+quote(spec+":"+t.Effect))
+			cmds = append(cmds, kubectl+" taint node "+name+" --overwrite "+shell.Quote(spec+":"+t.Effect))
 		}
 		if len(cmds) > 0 {
 			if _, err := run(first, "labelling "+n.Name, strings.Join(cmds, " && ")); err != nil {
@@ -242,5 +243,3 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 	done("labels, taints, RuntimeClass")
 	return time.Since(start), phases, nil
 }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // setup runs as the namespaces' first process: overlays on the
@@ -163,7 +163,7 @@ func (e executor) RunInput(ctx context.Context, cmd string, stdin []byte) (ssh.R
 }
 
 func (e executor) Upload(ctx context.Context, path string, content []byte, mode os.FileMode) error {
-	q := quote(path)
+	q := shell.Quote(path)
 	res, err := e.r.Run(ctx, fmt.Sprintf("set -e; mkdir -p \"$(dirname %s)\"; cat > %s.tmp; chmod %o %s.tmp; mv %s.tmp %s", q, q, mode.Perm(), q, q, q), content)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("upload %s: exit %d: %s", path, res.ExitCode, res.Stderr)
@@ -172,7 +172,7 @@ func (e executor) Upload(ctx context.Context, path string, content []byte, mode 
 }
 
 func (e executor) Read(ctx context.Context, path string) ([]byte, error) {
-	res, err := e.r.Run(ctx, "[ -e "+quote(path)+" ] || exit 3; cat "+quote(path), nil)
+	res, err := e.r.Run(ctx, "[ -e "+shell.Quote(path)+" ] || exit 3; cat "+shell.Quote(path), nil)
 	switch {
 	case err != nil:
 		return nil, err
@@ -192,8 +192,6 @@ func (e executor) Note(string) error {
 }
 func (e executor) HostKey() string { return "SHA256:apttest" }
 func (e executor) Close() error    { return nil }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Serve serves the repositories under root (root/MINOR/...) inside the
 // throwaway root's network namespace, at pkgs.k8s.io's paths, and returns
