@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/verify"
@@ -34,6 +32,7 @@ type cli struct {
 	env     []string
 	cmdLog  string
 	outputs bytes.Buffer // everything printed, for the secrets grep
+	lab     *labtest.Lab
 }
 
 func (c *cli) run(ctx context.Context, line string) (string, error) {
@@ -99,6 +98,7 @@ func TestREADMEPulumiPath(t *testing.T) {
 	defer cancel()
 	c := &cli{t: t}
 	l := labtest.Up(t, ctx, "pulumicli", func() { t.Logf("output (tail):\n%s", labtest.EngineTail(c.outputs.String(), 80)) })
+	c.lab = l
 	work := t.TempDir()
 	c.repo = filepath.Join(work, "homelab")
 	copyCheckout(t, tools.RepoRoot(), c.repo)
@@ -246,7 +246,7 @@ func (c *cli) verify(ctx context.Context, inv *inventory.Inventory) {
 	}
 	var rep *verify.Report
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(3 * time.Second) {
-		rep, err = verify.Run(ctx, verify.Target{Inventory: inv, Bundle: b, Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns)})
+		rep, err = verify.Run(ctx, verify.Target{Inventory: inv, Bundle: b, Kubeconfig: []byte(kc), Dial: c.lab.Dial})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

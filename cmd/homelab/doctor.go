@@ -100,6 +100,6 @@ func doctorLabNetns(inv *inventory.Inventory, cmd *cobra.Command) {
 			return
 		}
 	}
-	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: the emulated homelab runs this inventory's nodes: reaching them from namespace %s\n", lab.GatewayNetns)
+	os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: the emulated homelab runs this inventory's nodes: reaching them from namespace %s\n", st.Names().Gateway())
 }

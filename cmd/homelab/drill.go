@@ -100,11 +100,12 @@ with compare's prediction. It exits 1 when any cell differs.`,
 			if err != nil {
 				return err
 			}
-			if _, err := l.LoadState(); err != nil {
+			st, err := l.LoadState()
+			if err != nil {
 				return fmt.Errorf("the emulated homelab is not up (homelab lab up -f %s): %w", path, err)
 			}
 			if os.Getenv(ssh.NetnsEnv) == "" {
-				os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+				os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()

@@ -285,13 +285,18 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 	return cmd
 }
 
-// runInGateway runs argv inside hl-gw with the lab's tools on PATH and
-// passes its exit code through.
+// runInGateway runs argv inside the lab's gateway namespace (hl-gw for
+// the default lab) with the lab's tools on PATH and passes its exit code
+// through.
 func runInGateway(cmd *cobra.Command, l *lab.Lab, argv []string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("entering the lab's namespace needs root (run it with sudo)")
 	}
-	c := exec.Command("ip", append([]string{"netns", "exec", lab.GatewayNetns}, argv...)...)
+	st, err := l.LoadState()
+	if err != nil {
+		return err
+	}
+	c := exec.Command("ip", append([]string{"netns", "exec", st.Names().Gateway()}, argv...)...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 	c.Env = append(os.Environ(), "PATH="+filepath.Join(l.Dir, "tools", "usr", "bin")+":"+os.Getenv("PATH"))
 	if os.Getenv("PULUMI_SKIP_UPDATE_CHECK") == "" {
@@ -299,7 +304,7 @@ func runInGateway(cmd *cobra.Command, l *lab.Lab, argv []string) error {
 		// check could only wait for DNS.
 		c.Env = append(c.Env, "PULUMI_SKIP_UPDATE_CHECK=true")
 	}
-	err := c.Run()
+	err = c.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return &exitError{code: ee.ExitCode(), err: fmt.Errorf("%s exited with %d", argv[0], ee.ExitCode())}
 	}
@@ -317,7 +322,7 @@ func printStatus(ctx context.Context, w io.Writer, l *lab.Lab, howTo bool) error
 		return err
 	}
 	s := st.State
-	fmt.Fprintf(w, "lab %s (inventory %s), subnet %s, gateway %s in netns %s", st.Dir, s.Inventory, s.CIDR, s.Gateway, lab.GatewayNetns)
+	fmt.Fprintf(w, "lab %s (inventory %s), subnet %s, gateway %s in netns %s", st.Dir, s.Inventory, s.CIDR, s.Gateway, s.Names().Gateway())
 	if s.VIP != "" {
 		fmt.Fprintf(w, ", VIP %s", s.VIP)
 	}
@@ -352,7 +357,7 @@ Reach the nodes (lab addresses exist only inside the lab's namespaces):
   homelab lab exec -- COMMAND         runs in %s, e.g. kubectl, curl -k https://%s:6443/readyz
   SSH key %s, the provisioner's known_hosts %s (the lab's own: %s), user %s
   from Go: lab.Dialer (client-go rest.Config.Dial, grpc.WithContextDialer, ssh.NewClientConn)
-`, st.Nodes[0].Name, lab.GatewayNetns, firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), l.LabKnownHostsPath(), s.SSHUser)
+`, st.Nodes[0].Name, s.Names().Gateway(), firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), l.LabKnownHostsPath(), s.SSHUser)
 	}
 	return nil
 }

@@ -242,8 +242,8 @@ func useLabNetnsFor(inv *inventory.Inventory, invPath string, cmd *cobra.Command
 			return
 		}
 	}
-	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is the emulated homelab's inventory: reaching its nodes from namespace %s\n", invPath, lab.GatewayNetns)
+	os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is the emulated homelab's inventory: reaching its nodes from namespace %s\n", invPath, st.Names().Gateway())
 }
 
 // dialer reaches the nodes from the namespace in HOMELAB_NETNS (the

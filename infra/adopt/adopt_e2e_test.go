@@ -19,7 +19,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -294,7 +293,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	kc, _ := outs["kubeconfig"].Value.(string)
 	var rep *verify.Report
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(3 * time.Second) {
-		rep, err = verify.Run(ctx, verify.Target{Inventory: inv, Bundle: st.Bundle, Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns)})
+		rep, err = verify.Run(ctx, verify.Target{Inventory: inv, Bundle: st.Bundle, Kubeconfig: []byte(kc), Dial: l.Dial})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

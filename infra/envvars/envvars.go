@@ -75,6 +75,9 @@ const (
 	// ToolstestChild=1 makes toolstest's own test the child process it
 	// runs to watch Missing skip or fail.
 	ToolstestChild = "HOMELAB_TOOLSTEST_CHILD"
+	// LabSlots is how many labs the tests run at once (default: one per
+	// core and per 6 GiB of memory).
+	LabSlots = "HOMELAB_LAB_SLOTS"
 	// E2EKeep=1 keeps a failed test's lab up for a look inside.
 	E2EKeep = "HOMELAB_E2E_KEEP"
 	// E2ELong=1 also runs the lab tests CI's time leaves out.

@@ -22,9 +22,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/infra/verify"
@@ -164,7 +162,7 @@ func (d *drill) verify(ctx context.Context, s *stack.Stack) *verify.Report {
 	var err error
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		rep, err = verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: kc, Dial: netns.DialerFor(lab.GatewayNetns)})
+		rep, err = verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: kc, Dial: d.lab.Dial})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
@@ -190,7 +188,7 @@ func (d *drill) clientset(ctx context.Context, s *stack.Stack) *kubernetes.Clien
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	cfg.Dial = netns.DialerFor(lab.GatewayNetns)
+	cfg.Dial = d.lab.Dial
 	cfg.Timeout = 15 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -488,7 +486,7 @@ func (d *drill) badInputs(ctx context.Context, s *stack.Stack, tg etcdbackup.Tar
 // scheduled snapshot, younger than two intervals.
 func (d *drill) doctorSnapshots(ctx context.Context, tg etcdbackup.Target) {
 	d.t.Helper()
-	rep, err := doctor.Run(ctx, doctor.Target{Inventory: tg.Inventory, Bundle: tg.Bundle, PrivateKey: tg.PrivateKey, KnownHosts: tg.KnownHosts, Dial: doctor.DialFunc(netns.DialerFor(lab.GatewayNetns))})
+	rep, err := doctor.Run(ctx, doctor.Target{Inventory: tg.Inventory, Bundle: tg.Bundle, PrivateKey: tg.PrivateKey, KnownHosts: tg.KnownHosts, Dial: doctor.DialFunc(d.lab.Dial)})
 	if err != nil {
 		d.t.Fatal(err)
 	}

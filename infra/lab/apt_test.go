@@ -169,7 +169,7 @@ func TestLabInventoryNamesTheLabRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newState(inv, labInventory)
+	s := newState(inv, labInventory, NamesFor(DefaultDir))
 	l := &Lab{Dir: DefaultDir}
 	p := inv.Cluster.Packages
 	if p.Repository != AptRepository(s) || p.Keyring != l.AptKeyringPath() {

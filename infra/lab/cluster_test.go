@@ -425,7 +425,7 @@ func (c *cluster) readyz(ctx context.Context, addr string) error {
 func (c *cluster) vipHolders() []string {
 	var out []string
 	for _, n := range c.inv.ControlPlanes() {
-		if netnsExists(NetnsName(n.Name)) && hasAddress(NetnsName(n.Name), c.inv.Cluster.Endpoint.VIP) {
+		if ns := c.l.Names().Node(n.Name); netnsExists(ns) && hasAddress(ns, c.inv.Cluster.Endpoint.VIP) {
 			out = append(out, n.Name)
 		}
 	}

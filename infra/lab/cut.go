@@ -16,7 +16,7 @@ func (l *Lab) Cut(name string) error {
 			l.logf("lab: %s is already cut off", name)
 			return nil
 		}
-		if err := ip("-n", BridgeNetns, "link", "set", n.Link, "down"); err != nil {
+		if err := ip("-n", s.Names().Bridge(), "link", "set", n.Link, "down"); err != nil {
 			return err
 		}
 		n.Cut = true
@@ -35,7 +35,7 @@ func (l *Lab) Uncut(name string) error {
 			l.logf("lab: %s is not cut off", name)
 			return nil
 		}
-		if err := ip("-n", BridgeNetns, "link", "set", n.Link, "up"); err != nil {
+		if err := ip("-n", s.Names().Bridge(), "link", "set", n.Link, "up"); err != nil {
 			return err
 		}
 		n.Cut = false

@@ -13,7 +13,7 @@ import (
 // rest.Config.Dial, grpc.WithContextDialer (the etcd client) and, with
 // ssh.NewClientConn, x/crypto/ssh.
 type Dialer struct {
-	// Netns defaults to GatewayNetns.
+	// Netns is the lab's gateway namespace (Names.Gateway).
 	Netns string
 	// Subnet, when set, is the only place connections may go.
 	Subnet *net.IPNet
@@ -36,7 +36,7 @@ func (s *State) Dialer() (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dialer{Netns: GatewayNetns, Subnet: subnet, Names: map[string]string{}}
+	d := &Dialer{Netns: s.Names().Gateway(), Subnet: subnet, Names: map[string]string{}}
 	for _, n := range s.Nodes {
 		d.Names[n.Name] = n.Address
 	}
@@ -82,12 +82,11 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if d.Subnet != nil && !d.Subnet.Contains(ip) {
 		return nil, fmt.Errorf("lab dialer: %s is outside the lab subnet %s", ip, d.Subnet)
 	}
-	ns := d.Netns
-	if ns == "" {
-		ns = GatewayNetns
+	if d.Netns == "" {
+		return nil, fmt.Errorf("lab dialer: no namespace to dial from")
 	}
 	var conn net.Conn
-	err = inNetns(ns, func() error {
+	err = inNetns(d.Netns, func() error {
 		var nd net.Dialer
 		c, err := nd.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
 		conn = c

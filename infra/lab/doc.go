@@ -12,6 +12,9 @@
 //	hl-gw      the gateway address; the provisioner's seat (see Dialer)
 //	hl-NODE    one per node, its declared interface, MAC and address
 //
+// Those are the default lab's names; a lab in another directory has its
+// own prefix (Names), so labs run side by side, even on one subnet.
+//
 // Every namespace, link, mount and process the lab makes is recorded in a
 // state file, so down removes exactly those, by name and by PID.
 package lab

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,16 +42,15 @@ func needLab(tb testing.TB) {
 
 // newTestLab returns a lab in a fresh directory under /srv (not /tmp: the
 // nodes hide /tmp), brought down and checked for leftovers at the end. It
-// holds the machine's lab slot meanwhile.
+// holds one of the machine's lab slots meanwhile (one per test, however
+// many labs it makes: a test of two small labs must not wait for itself).
 func newTestLab(tb testing.TB) *Lab {
 	tb.Helper()
-	if err := HoldMachine(tb); err != nil {
-		tb.Fatal(err)
-	}
-	for _, ns := range []string{BridgeNetns, GatewayNetns} {
-		if netnsExists(ns) {
-			tb.Fatalf("network namespace %s exists: a lab is up outside the tests (homelab lab down)", ns)
+	if _, held := holdingSlot.LoadOrStore(tb, true); !held {
+		if err := HoldSlot(tb); err != nil {
+			tb.Fatal(err)
 		}
+		tb.Cleanup(func() { holdingSlot.Delete(tb) })
 	}
 	dir, err := os.MkdirTemp("/srv", "homelab-lab-test-")
 	if err != nil {
@@ -78,6 +78,9 @@ func newTestLab(tb testing.TB) *Lab {
 	})
 	return l
 }
+
+// holdingSlot are the tests holding a lab slot.
+var holdingSlot sync.Map
 
 type testLog struct{ tb testing.TB }
 
@@ -144,7 +147,7 @@ func downLeavesNothing(tb testing.TB, l *Lab) {
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, netnsPrefix) {
+		if strings.HasPrefix(line, l.Names().Prefix) {
 			tb.Errorf("network namespace left: %s", line)
 		}
 	}
@@ -156,7 +159,7 @@ func downLeavesNothing(tb testing.TB, l *Lab) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.Contains(line, l.Dir) || strings.Contains(line, filepath.Join(netnsDir, netnsPrefix)) {
+		if strings.Contains(line, l.Dir) || strings.Contains(line, filepath.Join(netnsDir, l.Names().Prefix)) {
 			tb.Errorf("mount left: %s", line)
 		}
 	}

@@ -33,7 +33,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err != nil {
 		return nil, false, fmt.Errorf("inventory %s: %w", inventoryPath, err)
 	}
-	if err := checkLabInventory(inv); err != nil {
+	if err := checkLabInventory(inv, l.Names()); err != nil {
 		return nil, false, err
 	}
 	for _, p := range hostPrograms {
@@ -54,7 +54,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	l.warnSSHPaths(inv)
 	start := time.Now()
 	abs, _ := filepath.Abs(inventoryPath)
-	s = newState(inv, abs)
+	s = newState(inv, abs, l.Names())
 	for _, n := range s.Nodes {
 		if slices.Contains(l.Systemd, n.Name) || slices.Contains(l.Systemd, "*") {
 			n.System = SystemSystemd
@@ -69,40 +69,8 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	fail := func(err error) (*State, bool, error) {
 		return s, false, fmt.Errorf("%w\n(the lab is partly up; `homelab lab down` removes what was made)", err)
 	}
-	if err := l.ensureBase(); err != nil {
+	if err := l.build(s, inv); err != nil {
 		return fail(err)
-	}
-	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
-		return fail(err)
-	}
-	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
-		return fail(err)
-	}
-	if s.HasSystemd() {
-		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
-			return fail(err)
-		}
-		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
-			return fail(err)
-		}
-		real := 0
-		for _, n := range s.Nodes {
-			if n.System == SystemSystemd {
-				real++
-			}
-		}
-		if err := l.ensureInotify(real); err != nil {
-			return fail(err)
-		}
-	}
-	if s.Packages {
-		versions, err := l.buildAptRepo(s.HasSystemd())
-		if err != nil {
-			return fail(err)
-		}
-		if err := l.checkAptInventory(s, inv, versions); err != nil {
-			return fail(err)
-		}
 	}
 	clientKey, err := l.ensureClientKey()
 	if err != nil {
@@ -133,12 +101,12 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		return fail(err)
 	}
 	if s.Packages {
-		if err := l.startAptServer(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
+		if err := l.startAptServer(ctx, s, s.Names().GatewayPath()); err != nil {
 			return fail(err)
 		}
 	}
 	if s.HasSystemd() {
-		if err := l.startRegistry(ctx, s, filepath.Join(netnsDir, GatewayNetns)); err != nil {
+		if err := l.startRegistry(ctx, s, s.Names().GatewayPath()); err != nil {
 			return fail(err)
 		}
 	}
@@ -171,17 +139,61 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	return s, false, nil
 }
 
-func newState(inv *inventory.Inventory, invPath string) *State {
+// build makes what the lab's nodes run: the binaries, the real nodes'
+// root and images, the apt repository. The builds write the machine's
+// tool cache (the node binary, images keyed by their inputs, packages),
+// which every lab shares: two labs coming up at once build one after the
+// other, and the second finds the first one's builds.
+func (l *Lab) build(s *State, inv *inventory.Inventory) error {
+	release, err := lockBuilds()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := l.ensureBase(); err != nil {
+		return err
+	}
+	if _, err := ciliumchart.Write(filepath.Dir(l.ChartPath())); err != nil {
+		return err
+	}
+	if s.Tools, err = l.buildTools(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
+		return err
+	}
+	if s.HasSystemd() {
+		if s.Rootfs, s.SystemdTools, err = l.buildSystemd(inv.Cluster.KubernetesVersion, s.Packages); err != nil {
+			return err
+		}
+		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
+			return err
+		}
+		if err := l.ensureInotify(s.realNodes() + realNodesElsewhere(l.Dir)); err != nil {
+			return err
+		}
+	}
+	if s.Packages {
+		versions, err := l.buildAptRepo(s.HasSystemd())
+		if err != nil {
+			return err
+		}
+		if err := l.checkAptInventory(s, inv, versions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newState(inv *inventory.Inventory, invPath string, names Names) *State {
 	_, subnet, _ := net.ParseCIDR(inv.Cluster.Network.NodeCIDR)
 	ones, _ := subnet.Mask.Size()
 	s := &State{
-		Inventory: invPath,
-		Cluster:   inv.Cluster.Name,
-		CIDR:      subnet.String(),
-		Gateway:   inv.Cluster.Network.Gateway,
-		SSHPort:   inv.SSH.Port,
-		SSHUser:   inv.SSH.User,
-		Packages:  inv.Cluster.Packages.Manage,
+		Inventory:   invPath,
+		Cluster:     inv.Cluster.Name,
+		CIDR:        subnet.String(),
+		Gateway:     inv.Cluster.Network.Gateway,
+		SSHPort:     inv.SSH.Port,
+		SSHUser:     inv.SSH.User,
+		Packages:    inv.Cluster.Packages.Manage,
+		NamesPrefix: names.Prefix,
 	}
 	if inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 		s.VIP = inv.Cluster.Endpoint.VIP
@@ -200,7 +212,7 @@ func newState(inv *inventory.Inventory, invPath string) *State {
 			Prefix:    ones,
 			MAC:       n.MAC,
 			Interface: n.Interface,
-			Netns:     NetnsName(n.Name),
+			Netns:     names.Node(n.Name),
 			Power:     powerOff,
 		}
 		if ns.Interface == "" {
@@ -217,7 +229,7 @@ func newState(inv *inventory.Inventory, invPath string) *State {
 // checkLabInventory refuses what the lab cannot emulate safely: every
 // address must be an IPv4 address inside the node subnet, which is all the
 // lab wires up.
-func checkLabInventory(inv *inventory.Inventory) error {
+func checkLabInventory(inv *inventory.Inventory, names Names) error {
 	_, subnet, err := net.ParseCIDR(inv.Cluster.Network.NodeCIDR)
 	if err != nil || subnet.IP.To4() == nil {
 		return fmt.Errorf("the lab needs an IPv4 cluster.network.nodeCIDR, got %q", inv.Cluster.Network.NodeCIDR)
@@ -241,8 +253,8 @@ func checkLabInventory(inv *inventory.Inventory) error {
 		if err := in("node "+n.Name+" address", n.Address); err != nil {
 			return err
 		}
-		if NetnsName(n.Name) == BridgeNetns || NetnsName(n.Name) == GatewayNetns {
-			return fmt.Errorf("node name %q collides with the lab's own namespace %s", n.Name, NetnsName(n.Name))
+		if ns := names.Node(n.Name); ns == names.Bridge() || ns == names.Gateway() {
+			return fmt.Errorf("node name %q collides with the lab's own namespace %s", n.Name, ns)
 		}
 		if len(n.Interface) > 15 {
 			return fmt.Errorf("node %s: interface name %q is longer than Linux allows (15)", n.Name, n.Interface)
@@ -300,8 +312,8 @@ func (l *Lab) Down(keepDisks bool) error {
 	}
 	for i := len(s.Links) - 1; i >= 0; i-- {
 		k := s.Links[i]
-		if s.hasNetns(BridgeNetns) && netnsExists(BridgeNetns) && linkExists(BridgeNetns, k.Name) {
-			errs = append(errs, ip("-n", BridgeNetns, "link", "del", k.Name))
+		if br := s.Names().Bridge(); s.hasNetns(br) && netnsExists(br) && linkExists(br, k.Name) {
+			errs = append(errs, ip("-n", br, "link", "del", k.Name))
 		}
 		s.removeLink(k.Name)
 	}

@@ -210,7 +210,7 @@ func TestLabUpDown(t *testing.T) {
 				t.Errorf("process %d of gpu-4 alive after power-off", p.PID)
 			}
 		}
-		if netnsExists(NetnsName("gpu-4")) {
+		if netnsExists(l.Names().Node("gpu-4")) {
 			t.Error("gpu-4's namespace survived power-off")
 		}
 		if _, err := l.Run(ctx, "gpu-4", "true"); err == nil {
@@ -249,7 +249,7 @@ func TestLabUpDown(t *testing.T) {
 			t.Error("ssh to a cut-off node worked")
 		}
 		scancel()
-		out, _ := exec.Command("ip", "-n", NetnsName("gpu-4"), "-o", "link", "show", "eth0").CombinedOutput()
+		out, _ := exec.Command("ip", "-n", l.Names().Node("gpu-4"), "-o", "link", "show", "eth0").CombinedOutput()
 		if !strings.Contains(string(out), "NO-CARRIER") {
 			t.Errorf("a cut-off node's eth0 has its carrier: %s", out)
 		}
@@ -267,7 +267,7 @@ func TestLabUpDown(t *testing.T) {
 		}
 	})
 
-	t.Run("a second lab fails to come up and its down leaves the first alone", func(t *testing.T) {
+	t.Run("a second lab with the same names fails to come up and its down leaves the first alone", func(t *testing.T) {
 		dir, err := os.MkdirTemp("/srv", "homelab-other-test-")
 		if err != nil {
 			t.Fatal(err)
@@ -277,6 +277,10 @@ func TestLabUpDown(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Names derive from the directory: two labs get the same ones
+		// only when two directories' hashes collide, as here.
+		same := l.Names()
+		other.names = &same
 		if _, _, err := other.Up(ctx, s.Inventory); err == nil || !strings.Contains(err.Error(), "already exists") {
 			t.Fatalf("a second lab with the same names came up: %v", err)
 		}

@@ -212,26 +212,27 @@ var noForward = map[string]string{
 
 // upNetwork makes the bridge namespace and the gateway namespace.
 func (l *Lab) upNetwork(s *State, gwPrefix string) error {
-	if err := l.addNetns(s, BridgeNetns); err != nil {
+	br, gw := s.Names().Bridge(), s.Names().Gateway()
+	if err := l.addNetns(s, br); err != nil {
 		return err
 	}
-	if err := setNetSysctls(BridgeNetns, noForward); err != nil {
+	if err := setNetSysctls(br, noForward); err != nil {
 		return err
 	}
-	if err := ip("-n", BridgeNetns, "link", "add", bridgeName, "type", "bridge"); err != nil {
+	if err := ip("-n", br, "link", "add", bridgeName, "type", "bridge"); err != nil {
 		return err
 	}
-	if err := ip("-n", BridgeNetns, "link", "set", bridgeName, "up"); err != nil {
+	if err := ip("-n", br, "link", "set", bridgeName, "up"); err != nil {
 		return err
 	}
-	if err := l.addNetns(s, GatewayNetns); err != nil {
+	if err := l.addNetns(s, gw); err != nil {
 		return err
 	}
-	if err := setNetSysctls(GatewayNetns, noForward); err != nil {
+	if err := setNetSysctls(gw, noForward); err != nil {
 		return err
 	}
-	k := Link{Name: "hlgw", Netns: GatewayNetns, Peer: "eth0"}
-	if err := ip("-n", BridgeNetns, "link", "add", k.Name, "type", "veth", "peer", "name", k.Peer, "netns", k.Netns); err != nil {
+	k := Link{Name: "hlgw", Netns: gw, Peer: "eth0"}
+	if err := ip("-n", br, "link", "add", k.Name, "type", "veth", "peer", "name", k.Peer, "netns", k.Netns); err != nil {
 		return err
 	}
 	s.addLink(k)
@@ -239,12 +240,12 @@ func (l *Lab) upNetwork(s *State, gwPrefix string) error {
 		return err
 	}
 	for _, args := range [][]string{
-		{"-n", BridgeNetns, "link", "set", k.Name, "master", bridgeName, "up"},
-		{"-n", GatewayNetns, "addr", "add", gwPrefix, "dev", k.Peer},
-		{"-n", GatewayNetns, "link", "set", k.Peer, "up"},
+		{"-n", br, "link", "set", k.Name, "master", bridgeName, "up"},
+		{"-n", gw, "addr", "add", gwPrefix, "dev", k.Peer},
+		{"-n", gw, "link", "set", k.Peer, "up"},
 		// Its own address is reached over loopback, down in a new
 		// namespace: the apt repository's server is checked from here.
-		{"-n", GatewayNetns, "link", "set", "lo", "up"},
+		{"-n", gw, "link", "set", "lo", "up"},
 	} {
 		if err := ip(args...); err != nil {
 			return err
@@ -257,6 +258,7 @@ func (l *Lab) upNetwork(s *State, gwPrefix string) error {
 // configured as the node's network config would: address, MAC, default
 // route via the gateway, forwarding on (kubeadm's preflight wants it).
 func (l *Lab) plugNode(s *State, n *NodeState) error {
+	br := s.Names().Bridge()
 	if err := l.addNetns(s, n.Netns); err != nil {
 		return err
 	}
@@ -267,7 +269,7 @@ func (l *Lab) plugNode(s *State, n *NodeState) error {
 		return err
 	}
 	k := Link{Name: linkName(n.Name), Netns: n.Netns, Peer: n.Interface}
-	if err := ip("-n", BridgeNetns, "link", "add", k.Name, "type", "veth", "peer", "name", k.Peer, "address", n.MAC, "netns", k.Netns); err != nil {
+	if err := ip("-n", br, "link", "add", k.Name, "type", "veth", "peer", "name", k.Peer, "address", n.MAC, "netns", k.Netns); err != nil {
 		return err
 	}
 	n.Link = k.Name
@@ -276,7 +278,7 @@ func (l *Lab) plugNode(s *State, n *NodeState) error {
 		return err
 	}
 	for _, args := range [][]string{
-		{"-n", BridgeNetns, "link", "set", k.Name, "master", bridgeName, "up"},
+		{"-n", br, "link", "set", k.Name, "master", bridgeName, "up"},
 		{"-n", n.Netns, "addr", "add", fmt.Sprintf("%s/%d", n.Address, n.Prefix), "dev", n.Interface},
 		{"-n", n.Netns, "link", "set", n.Interface, "up"},
 		{"-n", n.Netns, "route", "add", "default", "via", s.Gateway},
@@ -292,10 +294,11 @@ func (l *Lab) plugNode(s *State, n *NodeState) error {
 // both ends (and any VIP on the node's end) at once, not when the
 // namespace's last user goes.
 func (l *Lab) unplugNode(s *State, n *NodeState) error {
+	br, gw := s.Names().Bridge(), s.Names().Gateway()
 	// Only what this lab recorded: after an up that failed because another
 	// lab holds the names, removing by name would cut that lab's nodes.
-	if n.Link != "" && s.hasLink(n.Link) && s.hasNetns(BridgeNetns) && netnsExists(BridgeNetns) {
-		if err := ip("-n", BridgeNetns, "link", "del", n.Link); err != nil && linkExists(BridgeNetns, n.Link) {
+	if n.Link != "" && s.hasLink(n.Link) && s.hasNetns(br) && netnsExists(br) {
+		if err := ip("-n", br, "link", "del", n.Link); err != nil && linkExists(br, n.Link) {
 			return err
 		}
 	}
@@ -303,9 +306,9 @@ func (l *Lab) unplugNode(s *State, n *NodeState) error {
 	if !s.hasNetns(n.Netns) {
 		return l.saveState(s)
 	}
-	if s.hasNetns(GatewayNetns) && netnsExists(GatewayNetns) {
+	if s.hasNetns(gw) && netnsExists(gw) {
 		// The gateway forgets the unplugged MAC at once.
-		ip("-n", GatewayNetns, "neigh", "flush", "to", n.Address)
+		ip("-n", gw, "neigh", "flush", "to", n.Address)
 	}
 	if err := delNetns(n.Netns); err != nil {
 		return err

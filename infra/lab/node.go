@@ -70,7 +70,7 @@ func (l *Lab) start(s *State, n *NodeState) error {
 	}
 	sp := l.spec(s, n)
 	if sp.Systemd {
-		hs, err := hostHierarchies(n.Name)
+		hs, err := hostHierarchies(s.Names().Node(n.Name))
 		if err != nil {
 			return err
 		}

@@ -151,7 +151,7 @@ func (l *Lab) Reaches(addr string) (string, error) {
 		return "", err
 	}
 	var mac net.HardwareAddr
-	err = inNetns(GatewayNetns, func() error {
+	err = inNetns(s.Names().Gateway(), func() error {
 		var err error
 		mac, err = neighbour(want)
 		return err

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +20,9 @@ const (
 	// EnvDir overrides DefaultDir.
 	EnvDir = envvars.LabDir
 
-	BridgeNetns  = "hl-br"
-	GatewayNetns = "hl-gw"
-	netnsPrefix  = "hl-"
-	bridgeName   = "br0"
+	// defaultPrefix begins the default lab's machine-wide names (Names).
+	defaultPrefix = "hl-"
+	bridgeName    = "br0"
 	// marker proves a directory is a lab's before down removes it.
 	marker = ".homelab-lab"
 )
@@ -43,6 +43,9 @@ type Lab struct {
 	// containerd, runc and the kubelet for real; "*" for every node. The
 	// others run the stand-ins.
 	Systemd []string
+	// names replaces NamesFor(Dir): a test's way to make two labs' names
+	// collide, as two directories' hashes could.
+	names *Names
 }
 
 // Open returns the lab in dir, or in $HOMELAB_LAB_DIR, or in DefaultDir.
@@ -124,8 +127,49 @@ func (l *Lab) workDir(name, dir string) string {
 	return filepath.Join(l.diskDir(name), dir, "work")
 }
 
-// NetnsName is the network namespace of a node.
-func NetnsName(node string) string { return netnsPrefix + node }
+// Names are a lab's machine-wide names: its network namespaces and its
+// real nodes' cgroups. Everything else a lab makes is inside its own
+// directory or its own namespaces (two labs may even use the same subnet:
+// each bridge is alone in its namespace), so labs whose names differ run
+// side by side.
+type Names struct {
+	// Prefix begins every name: hl- for the default lab, hlXXXX- (a hash
+	// of the directory) for any other.
+	Prefix string
+}
+
+// NamesFor derives the names of the lab in dir. The default lab keeps the
+// short names its users type (hl-gw, hl-cp-1).
+func NamesFor(dir string) Names {
+	dir = filepath.Clean(dir)
+	if dir == DefaultDir {
+		return Names{Prefix: defaultPrefix}
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return Names{Prefix: fmt.Sprintf("hl%x-", sum[:2])}
+}
+
+// Bridge is the namespace that holds the lab's bridge, alone.
+func (n Names) Bridge() string { return n.Prefix + "br" }
+
+// Gateway is the namespace of the lab's gateway address: the
+// provisioner's seat.
+func (n Names) Gateway() string { return n.Prefix + "gw" }
+
+// GatewayPath is Gateway as a path, for ssh.NetnsEnv and netns.Dial.
+func (n Names) GatewayPath() string { return filepath.Join(netnsDir, n.Gateway()) }
+
+// Node is a node's network namespace, and its cgroup's name on a real
+// node.
+func (n Names) Node(node string) string { return n.Prefix + node }
+
+// Names are this lab's machine-wide names.
+func (l *Lab) Names() Names {
+	if l.names != nil {
+		return *l.names
+	}
+	return NamesFor(l.Dir)
+}
 
 // EnvE2E gates the tests that build a lab: they need root, make network
 // namespaces and mounts, and the kube and etcd binaries (built on first use

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,9 +22,12 @@ type State struct {
 	VIP     string `json:"vip,omitempty"`
 	SSHPort int    `json:"sshPort"`
 	SSHUser string `json:"sshUser"`
+	// NamesPrefix is Names.Prefix as up made the lab; empty in a state
+	// written before labs had their own names (hl-).
+	NamesPrefix string `json:"namesPrefix,omitempty"`
 	// Netns lists every network namespace the lab created, in creation order.
 	Netns []string `json:"netns"`
-	// Links lists the bridge-side ends of the veths (in BridgeNetns); the
+	// Links lists the bridge-side ends of the veths (in Names.Bridge); the
 	// other end goes with them.
 	Links []Link `json:"links"`
 	// NetnsDirMounted is true when the lab's first namespace made
@@ -48,7 +50,7 @@ type State struct {
 	Nodes          []*NodeState `json:"nodes"`
 }
 
-// Link is a veth pair: Name in BridgeNetns, Peer (renamed) in Netns.
+// Link is a veth pair: Name in Names.Bridge, Peer (renamed) in Netns.
 type Link struct {
 	Name  string `json:"name"`
 	Netns string `json:"netns"`
@@ -88,6 +90,14 @@ type NodeState struct {
 	// Cgroups are a real node's cgroups on the machine, removed at
 	// power-off once its processes are gone.
 	Cgroups []string `json:"cgroups,omitempty"`
+}
+
+// Names are the machine-wide names the lab was made with.
+func (s *State) Names() Names {
+	if s.NamesPrefix == "" {
+		return Names{Prefix: defaultPrefix}
+	}
+	return Names{Prefix: s.NamesPrefix}
 }
 
 const (
@@ -261,73 +271,4 @@ func (l *Lab) removeDirContents(keepDisks bool) error {
 	os.Remove(l.lockPath())
 	os.Remove(l.markerPath())
 	return os.Remove(l.Dir)
-}
-
-// machineLock is shared by every lab on this machine: lab namespace names
-// (hl-br, hl-gw, hl-NODE) are machine-wide, so only one lab can be up.
-const machineLock = "/run/lock/homelab-lab.lock"
-
-// LockMachine waits until no other holder (a test of another package, say)
-// is using the machine's one lab slot, and returns the release. Tests that
-// bring a lab up hold it from up to down, so `go test ./...`, which runs
-// packages in parallel, runs their labs one after another.
-func LockMachine() (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(machineLock), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(machineLock, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
-}
-
-// Ledger is where every test that holds the lab appends how long it waited
-// for the machine and held it, as TSV (start, test, waited s, held s,
-// pass or fail): go test prints no durations for passing tests, and these
-// make up most of a CI run.
-const Ledger = "/var/tmp/homelab-lab-tests.tsv"
-
-// Holder is the part of testing.TB that HoldMachine uses.
-type Holder interface {
-	Name() string
-	Failed() bool
-	Logf(format string, args ...any)
-	Cleanup(func())
-}
-
-// HoldMachine is LockMachine for a test: released when the test ends (its
-// other clean-ups, registered later, run first), with the wait logged and
-// the hold recorded in Ledger.
-func HoldMachine(t Holder) error {
-	asked := time.Now()
-	release, err := LockMachine()
-	if err != nil {
-		return err
-	}
-	held := time.Now()
-	if w := held.Sub(asked); w > time.Second {
-		// Other packages' lab tests run in parallel processes and wait
-		// here: the test's own figures start after this.
-		t.Logf("figures: waited %s for the machine's lab", w.Round(time.Second))
-	}
-	t.Cleanup(func() {
-		release()
-		result := "pass"
-		if t.Failed() {
-			result = "fail"
-		}
-		f, err := os.OpenFile(Ledger, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		fmt.Fprintf(f, "%s\t%s\t%.0f\t%.0f\t%s\n", asked.UTC().Format(time.RFC3339), t.Name(),
-			held.Sub(asked).Seconds(), time.Since(held).Seconds(), result)
-	})
-	return nil
 }

@@ -34,11 +34,6 @@ var systemdInit = []string{"/lib/systemd/systemd"}
 // joined its cgroups and entered its own cgroup namespace.
 const envBootStage = envvars.LabBootStage
 
-// nodeCgroupPrefix names a node's cgroup in every hierarchy, under the
-// cgroup of the process that starts it (never at a hierarchy's root: the
-// machine's own services live there).
-const nodeCgroupPrefix = "hl-"
-
 // kubeletSysctls are the kernel settings the kubelet insists on
 // (protectKernelDefaults off: it writes them when they differ, and fails
 // when it cannot). They are the machine's, and a node must never change
@@ -79,9 +74,11 @@ type hierarchy struct {
 }
 
 // hostHierarchies lists the machine's cgroup hierarchies as mounted, with
-// the directory a node named node gets in each: under the calling
-// process's own cgroup of that hierarchy.
-func hostHierarchies(node string) ([]hierarchy, error) {
+// the directory named cgroup a node gets in each: under the calling
+// process's own cgroup of that hierarchy (never at a hierarchy's root: the
+// machine's own services live there). The name is the lab's (Names.Node),
+// so two labs' nodes of one name get cgroups of their own.
+func hostHierarchies(cgroup string) ([]hierarchy, error) {
 	own := map[string]string{} // controllers (or name=X, or "" for v2) -> path
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -137,7 +134,7 @@ func hostHierarchies(node string) ([]hierarchy, error) {
 		if !ok {
 			return nil, fmt.Errorf("cgroup hierarchy %s (%s) is not in /proc/self/cgroup", mp, key)
 		}
-		h.Host = filepath.Join(mp, path, nodeCgroupPrefix+node)
+		h.Host = filepath.Join(mp, path, cgroup)
 		out = append(out, h)
 	}
 	if len(out) == 0 {
@@ -526,8 +523,43 @@ const inotifyInstances = "/proc/sys/fs/inotify/max_user_instances"
 // (about 18 were in use per idle node).
 const inotifyPerNode = 64
 
-// ensureInotify raises the machine's limit to what n real nodes need on
-// top of the machine's own use, never lowers it, and says so when it
+// realNodes counts the nodes that boot real systemd.
+func (s *State) realNodes() int {
+	n := 0
+	for _, node := range s.Nodes {
+		if node.System == SystemSystemd {
+			n++
+		}
+	}
+	return n
+}
+
+// realNodesElsewhere counts the real nodes of the other labs up on this
+// machine (found through the owners of the lab namespaces): they share
+// the root user's inotify limit.
+func realNodesElsewhere(self string) int {
+	entries, _ := os.ReadDir(ownersDir)
+	seen := map[string]bool{filepath.Clean(self): true}
+	n := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(ownerPath(e.Name()))
+		if err != nil {
+			continue
+		}
+		dir := filepath.Clean(strings.TrimSpace(string(data)))
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		if st, err := (&Lab{Dir: dir}).LoadState(); err == nil {
+			n += st.realNodes()
+		}
+	}
+	return n
+}
+
+// ensureInotify raises the machine's limit to what n real nodes (of every
+// lab up) need on top of the machine's own use, never lowers it, and says so when it
 // changes it (a machine setting, harmless, reset at the next boot).
 func (l *Lab) ensureInotify(n int) error {
 	data, err := os.ReadFile(inotifyInstances)

@@ -166,14 +166,14 @@ func TestHostHierarchies(t *testing.T) {
 	if _, err := os.Stat("/sys/fs/cgroup/systemd"); err != nil {
 		toolstest.Missing(t, "not a cgroup v1 (hybrid) machine: real nodes need one")
 	}
-	hs, err := hostHierarchies("x")
+	hs, err := hostHierarchies(NamesFor("/srv/x").Node("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	for _, h := range hs {
 		seen[h.Dir] = true
-		if !strings.HasPrefix(h.Host, "/sys/fs/cgroup/"+h.Dir+"/") || filepath.Base(h.Host) != "hl-x" {
+		if !strings.HasPrefix(h.Host, "/sys/fs/cgroup/"+h.Dir+"/") || filepath.Base(h.Host) != NamesFor("/srv/x").Node("x") {
 			t.Errorf("%s: node cgroup %s", h.Dir, h.Host)
 		}
 		for _, flag := range []string{"rw", "ro", "clone_children", "xattr"} {

@@ -15,9 +15,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/gpu"
@@ -517,7 +515,7 @@ func (e *e2e) helmTarget(ctx context.Context, s *Stack) helmrelease.Target {
 		e.t.Fatal(err)
 	}
 	kc, _ := outs["kubeconfig"].Value.(string)
-	return helmrelease.Target{Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns), Namespace: cilium.Namespace, Release: cilium.Release}
+	return helmrelease.Target{Kubeconfig: []byte(kc), Dial: e.lab.Dial, Namespace: cilium.Namespace, Release: cilium.Release}
 }
 
 func (e *e2e) release(ctx context.Context, s *Stack) helmrelease.Live {

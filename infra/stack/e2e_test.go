@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
@@ -95,7 +93,7 @@ func (e *e2e) verify(ctx context.Context, s *Stack) *verify.Report {
 	start := time.Now()
 	deadline := start.Add(90 * time.Second)
 	for {
-		rep, err = verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns)})
+		rep, err = verify.Run(ctx, verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: e.lab.Dial})
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

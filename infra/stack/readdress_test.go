@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -20,7 +18,7 @@ func (e *e2e) doctor(ctx context.Context, inv *inventory.Inventory, b *pki.Bundl
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: b, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: netns.DialerFor(lab.GatewayNetns)})
+	rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: b, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: e.lab.Dial})
 	if err != nil {
 		e.t.Fatal(err)
 	}

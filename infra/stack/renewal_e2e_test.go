@@ -12,8 +12,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -152,7 +150,7 @@ func (e *e2e) checkServed(ctx context.Context, inv *inventory.Inventory, node st
 	n, _ := inv.Node(node)
 	for port, file := range map[string]string{"6443": nodefacts.APIServerCert, "2379": nodefacts.EtcdServerCert, "2380": nodefacts.EtcdPeerCert} {
 		want := files[nodefacts.PKIFile(file)]
-		got, err := apiprobe.ServedCertificate(ctx, netns.DialerFor(lab.GatewayNetns), net.JoinHostPort(n.Address, port))
+		got, err := apiprobe.ServedCertificate(ctx, e.lab.Dial, net.JoinHostPort(n.Address, port))
 		switch {
 		case err != nil:
 			e.t.Errorf("%s:%s: %v", node, port, err)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/hostkeys"
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 )
 
 const adminKubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf "
@@ -227,7 +225,7 @@ func (e *e2e) acceptReplaced(ctx context.Context, s *Stack, node string) {
 		t.Fatalf("%s's console shows %v", node, console)
 	}
 	n, _ := s.Inv.Node(node)
-	dial := hostkeys.DialFunc(netns.DialerFor(lab.GatewayNetns))
+	dial := hostkeys.DialFunc(e.lab.Dial)
 	addr, hosts := net.JoinHostPort(n.Address, "22"), hostkeys.Hosts(n.Name, n.Address, 22)
 	if _, err := hostkeys.Accept(ctx, dial, e.lab.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint("SHA256:not-the-machine")); err == nil {
 		t.Fatalf("%s: a fingerprint that is not the machine's was accepted", node)

@@ -12,8 +12,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -107,7 +105,7 @@ func TestExpiredControlPlaneRevivesInTheLab(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(s.Bundle.Talos.Certs.K8s.Crt)
 	vip := net.JoinHostPort(s.Inv.EndpointHost(), "6443")
-	readyz := apiprobe.Readyz{CA: pool, Dial: netns.DialerFor(lab.GatewayNetns)}
+	readyz := apiprobe.Readyz{CA: pool, Dial: e.lab.Dial}
 	if err := readyz.Check(ctx, vip); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("/readyz through the VIP with the control plane expired: %v, want a TLS failure naming the expiry", err)
 	}

@@ -8,8 +8,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
 
@@ -25,7 +23,7 @@ func (e *e2e) checkSeedLab(ctx context.Context, s *Stack) {
 		t.Fatal(err)
 	}
 	kc, _ := outs["kubeconfig"].Value.(string)
-	target := verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: netns.DialerFor(lab.GatewayNetns)}
+	target := verify.Target{Inventory: s.Inv, Bundle: s.Bundle, Kubeconfig: []byte(kc), Dial: e.lab.Dial}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*verify.Practice)

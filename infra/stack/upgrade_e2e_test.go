@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -254,7 +252,7 @@ func (e *e2e) sampleWrites(ctx context.Context, s *Stack) func() writes {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cfg.Dial, cfg.Timeout = netns.DialerFor(lab.GatewayNetns), time.Second
+	cfg.Dial, cfg.Timeout = e.lab.Dial, time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		e.t.Fatal(err)

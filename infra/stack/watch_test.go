@@ -16,8 +16,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
-	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -88,7 +86,7 @@ func (e *e2e) watch(ctx context.Context, b *pki.Bundle, vip string, etcdEPs []st
 	pair, _ := tls.X509KeyPair(crt, key)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(b.Talos.Certs.Etcd.Crt)
-	dial := netns.DialerFor(lab.GatewayNetns)
+	dial := e.lab.Dial
 	cli, err := clientv3.New(clientv3.Config{Endpoints: etcdEPs, DialTimeout: 3 * time.Second,
 		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {

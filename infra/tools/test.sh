@@ -3,9 +3,9 @@
 # runs every test, the emulated-homelab ones included, as CI does. CI runs
 # this script and nothing else (.ci/run), so what passes here passes there.
 #
-# Why a script and not a bare `go test ./...`: the lab tests share one
-# emulated homelab and wait for it in turn, so a package's wall time grows
-# with every other package's lab tests; go test's default 10-minute
+# Why a script and not a bare `go test ./...`: the lab tests share the
+# machine's lab slots (lab.Slots labs at a time) and wait for one in turn,
+# so a package's wall time grows with every other package's lab tests; go test's default 10-minute
 # timeout per package binary then fails a healthy run (issue 38). The
 # timeout below bounds a hung run inside CI's 90 minutes instead.
 # Tools are required, not skipped: setup.sh has just installed them, so a
@@ -23,10 +23,10 @@ started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 status=0
 go test -count=1 -timeout 84m ./... 2>&1 | tee "$report/test.log" || status=$?
 
-# What the run's time went to: every lab test's wait and hold (the lab runs
-# one test at a time), from the ledger labtest keeps.
-echo "lab tests of this run, longest first (waited, held seconds):"
-awk -F'\t' -v since="$started" '$1 >= since { printf "  %6d %6d  %s %s\n", $3, $4, $2, $5 }' \
+# What the run's time went to: every lab test's wait and hold (lab.Slots
+# labs at a time), from the ledger labtest keeps.
+echo "lab tests of this run, longest first (waited, held seconds, slot):"
+awk -F'\t' -v since="$started" '$1 >= since { printf "  %6d %6d  %s %s slot %s\n", $3, $4, $2, $5, $6 }' \
   /var/tmp/homelab-lab-tests.tsv 2>/dev/null | sort -k2,2nr || true
 if [ "$status" -ne 0 ]; then
   # A long log is read from its ends: the failures again, last.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
 
@@ -40,6 +41,9 @@ func newFixture(ctx context.Context, name string, workers int) (*fixture, error)
 		return fx, err
 	}
 	fx.lab.Log = prefixed("  ")
+	// The provider (a child of the engine) and this process dial the nodes
+	// from the lab's gateway namespace: no traffic leaves the lab.
+	os.Setenv(ssh.NetnsEnv, fx.lab.Names().GatewayPath())
 	fx.cmdLog = filepath.Join(fx.work, "commands.log")
 	data, err := os.ReadFile(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
 	if err != nil {

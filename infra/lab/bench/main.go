@@ -15,7 +15,7 @@
 //
 //	go run ./infra/lab/bench
 //
-// It holds the machine's lab slot (lab.LockMachine) while its labs are up
+// It holds every lab slot of the machine (lab.TakeMachine) while its labs are up
 // and brings every lab it made down, also on failure or Ctrl-C. Timings are
 // reported, never asserted: they depend on the machine.
 package main
@@ -86,7 +86,7 @@ func main() {
 	}
 	flags.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-workers 4,25] [-progress] [-kubeadm-log DIR]\n"+
-			"  (root; one lab at a time; both sizes took 5 minutes on one machine, 20 on a slower one)\n\n")
+			"  (root; it takes every lab slot of the machine; both sizes took 5 minutes on one machine, 20 on a slower one)\n\n")
 		flags.PrintDefaults()
 	}
 	flags.Parse(os.Args[1:])
@@ -172,20 +172,18 @@ func run(sizes []int) ([]*report, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute+time.Duration(total)*time.Minute)
 	defer cancel()
 
-	logf("waiting for the machine's lab slot (lab.LockMachine)")
-	release, err := lab.LockMachine()
+	// Every slot: the ratios compare runs on one machine, and another
+	// lab beside them would share its cores unevenly.
+	logf("waiting for every lab slot of the machine (lab.TakeMachine)")
+	release, err := lab.TakeMachine()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	for _, ns := range []string{lab.BridgeNetns, lab.GatewayNetns} {
-		if _, err := os.Stat("/run/netns/" + ns); err == nil {
-			return nil, fmt.Errorf("network namespace %s exists: a lab is up outside the benchmark (homelab lab down first)", ns)
-		}
+	ns := lab.NamesFor(lab.DefaultDir).Bridge()
+	if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		return nil, fmt.Errorf("network namespace %s exists: the default lab is up beside the benchmark and would share the cores (homelab lab down first)", ns)
 	}
-	// The provider (a child of the engine) and this process dial the nodes
-	// from the lab's gateway namespace: no traffic leaves the lab.
-	os.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
 	var reps []*report
 	for _, n := range sizes {
 		rep := &report{date: time.Now(), load: loadavg(), workers: n}

@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("--fail: %q is not a node of the inventory", n)
 		}
 	}
-	p, err := newProber(o.Bundle)
+	p, err := newProber(o.Bundle, o.Lab.Names())
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +263,9 @@ func dataState(writable, readable bool) string {
 
 // probe checks one consumer from where it runs.
 func (p *prober) probe(ctx context.Context, c Consumer, timeout time.Duration) error {
-	ns := lab.GatewayNetns
+	ns := p.names.Gateway()
 	if c.Node != "" {
-		ns = lab.NetnsName(c.Node)
+		ns = p.names.Node(c.Node)
 	}
 	if c.Kind == impact.KindEtcd {
 		return p.etcdHealth(ctx, nsDial(ns), c.Address, timeout)
@@ -392,7 +392,7 @@ func (s *sampler) watch(ctx context.Context) (stop func()) {
 	var wg sync.WaitGroup
 	if host := s.inv.EndpointHost(); net.ParseIP(host) != nil {
 		addr := net.JoinHostPort(host, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
-		dial := nsDial(lab.GatewayNetns)
+		dial := nsDial(s.p.names.Gateway())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -601,7 +601,7 @@ func (s *sampler) sampleEtcd(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dial := nsDial(lab.GatewayNetns)
+			dial := nsDial(s.p.names.Gateway())
 			addr := net.JoinHostPort(n.Address, "2379")
 			a := &answers[i]
 			err := s.p.etcdHealth(ctx, dial, addr, 800*time.Millisecond)
@@ -657,7 +657,7 @@ func (s *sampler) clientFor(host string) (*kubernetes.Clientset, error) {
 	cfg.Host = "https://" + net.JoinHostPort(host, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
 	cfg.TLSClientConfig.ServerName = host
 	cfg.Timeout = apiCallTimeout
-	cfg.Dial = nsDial(lab.GatewayNetns)
+	cfg.Dial = nsDial(s.p.names.Gateway())
 	return kubernetes.NewForConfig(cfg)
 }
 
@@ -791,7 +791,7 @@ func Discover(ctx context.Context, l *lab.Lab, inv *inventory.Inventory) ([]Cons
 	var out []Consumer
 	out = append(out, Consumer{ID: "kubectl", Kind: impact.KindKubectl, Address: hostPort(admin.Host)})
 	cfg := rest.CopyConfig(admin)
-	cfg.Dial = nsDial(lab.GatewayNetns)
+	cfg.Dial = nsDial(l.Names().Gateway())
 	cfg.Timeout = 10 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/roles/impact"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -154,7 +153,7 @@ func (a *apiserverStop) fail(ctx context.Context, s *sampler) (string, error) {
 	for _, n := range a.nodes {
 		node, _ := s.inv.Node(n)
 		addr := net.JoinHostPort(node.Address, fmt.Sprint(s.inv.Cluster.Endpoint.Port))
-		for s.p.readyz(ctx, nsDial(lab.NetnsName(n)), addr, 300*time.Millisecond) == nil {
+		for s.p.readyz(ctx, nsDial(s.p.names.Node(n)), addr, 300*time.Millisecond) == nil {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return "", fmt.Errorf("%s: the apiserver still answers a minute after its manifest was moved", n)
 			}

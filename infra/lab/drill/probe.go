@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
+	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -31,13 +32,15 @@ func nsDial(ns string) dialFunc { return netns.DialerFor("/run/netns/" + ns) }
 // certificate minted from the etcd CA for etcd's /health (etcd demands
 // client certificates).
 type prober struct {
+	// names are the lab's namespaces, where the consumers run.
+	names   lab.Names
 	apiCA   *x509.CertPool
 	etcdCA  *x509.CertPool
 	etcdKey tls.Certificate
 }
 
-func newProber(b *pki.Bundle) (*prober, error) {
-	p := &prober{apiCA: x509.NewCertPool(), etcdCA: x509.NewCertPool()}
+func newProber(b *pki.Bundle, names lab.Names) (*prober, error) {
+	p := &prober{names: names, apiCA: x509.NewCertPool(), etcdCA: x509.NewCertPool()}
 	p.apiCA.AppendCertsFromPEM(b.Talos.Certs.K8s.Crt)
 	p.etcdCA.AppendCertsFromPEM(b.Talos.Certs.Etcd.Crt)
 	var err error

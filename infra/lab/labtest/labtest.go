@@ -1,6 +1,6 @@
 // Package labtest brings the emulated homelab up for one end-to-end test
-// and down after it: the machine lock (one lab at a time), a lab directory
-// under /srv, inventory/lab.yaml with the lab's SSH paths, and SSH dialling
+// and down after it: one of the machine's lab slots (lab.Slots labs at a
+// time, each with its own names), a lab directory under /srv, inventory/lab.yaml with the lab's SSH paths, and SSH dialling
 // from the lab's gateway namespace.
 package labtest
 
@@ -31,8 +31,8 @@ const EnvKeep = envvars.E2EKeep
 
 // Need skips the test unless HOMELAB_E2E=1 and it runs as root (with
 // HOMELAB_REQUIRE_TOOLS=1, as in CI, not being root fails it instead),
-// requires the tools named, and then holds the machine's lab for the test
-// (one lab at a time): call it before setting the test's deadlines.
+// requires the tools named, and then holds one of the machine's lab slots
+// for the test: call it before setting the test's deadlines.
 func Need(t testing.TB, toolNames ...string) {
 	t.Helper()
 	if os.Getenv(lab.EnvE2E) != "1" {
@@ -63,10 +63,10 @@ func Long(t testing.TB, why string) {
 	}
 }
 
-// holding are the tests that hold the machine's lab.
+// holding are the tests that hold a lab slot.
 var holding sync.Map
 
-// hold locks the machine for t, once. Need takes it, before the test sets
+// hold takes a lab slot for t, once. Need takes it, before the test sets
 // its deadlines: a test that waited for other packages' lab tests with its
 // clock running once found its context spent before its lab booted (every
 // node "no SSH login", after fourteen minutes of waiting).
@@ -75,7 +75,7 @@ func hold(t testing.TB) {
 	if _, ok := holding.Load(t); ok {
 		return
 	}
-	if err := lab.HoldMachine(t); err != nil {
+	if err := lab.HoldSlot(t); err != nil {
 		t.Fatal(err)
 	}
 	holding.Store(t, true)
@@ -95,7 +95,7 @@ type Lab struct {
 	t    testing.TB
 }
 
-// Up locks the machine, brings a lab up from inventory/lab.yaml in a new
+// Up takes a lab slot, brings a lab up from inventory/lab.yaml in a new
 // directory /srv/homelab-NAME-test-*, and takes it down when the test
 // ends. onFail (may be nil) runs first when the test failed: to log what
 // the test gathered.
@@ -134,7 +134,7 @@ func UpSystemd(t testing.TB, ctx context.Context, name string, edit func(string)
 		}
 		os.RemoveAll(dir)
 	})
-	t.Setenv(ssh.NetnsEnv, "/run/netns/"+lab.GatewayNetns)
+	t.Setenv(ssh.NetnsEnv, l.Names().GatewayPath())
 	return tl
 }
 
@@ -188,6 +188,12 @@ func (l *Lab) Inventory(name string, edit func(string) string) string {
 		l.t.Fatal(err)
 	}
 	return p
+}
+
+// Dial connects from this lab's gateway namespace, as the provisioner
+// does.
+func (l *Lab) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return netns.Dial(ctx, l.Names().GatewayPath(), network, addr)
 }
 
 // Main is TestMain for a package whose tests run the Pulumi engine: the
@@ -246,7 +252,7 @@ func (l *Lab) AcceptHostKey(ctx context.Context, node string) error {
 	if len(console) < 2 || !strings.HasPrefix(console[1], "SHA256:") {
 		return fmt.Errorf("%s's console shows %q", node, out)
 	}
-	dial := hostkeys.DialFunc(netns.DialerFor(lab.GatewayNetns))
+	dial := hostkeys.DialFunc(l.Dial)
 	addr, hosts := net.JoinHostPort(n.Address, "22"), hostkeys.Hosts(n.Name, n.Address, 22)
 	_, err = hostkeys.Accept(ctx, dial, l.KnownHostsPath(), hosts, addr, hostkeys.MatchFingerprint(console[1]))
 	return err
