@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
 
@@ -30,7 +29,12 @@ type e2e struct {
 	work     string
 }
 
-func needE2E(t testing.TB) { labtest.Need(t, "pulumi", "kubeadm") }
+// needE2E runs t beside the package's other lab tests, each on its own
+// lab, once it has the tools and a lab slot.
+func needE2E(t *testing.T) {
+	labtest.Parallel(t)
+	labtest.Need(t, "pulumi", "kubeadm")
+}
 
 // newE2E brings up a lab from inventory/lab.yaml (its SSH paths pointed
 // at the test lab's) and a state dir for the stack.
@@ -45,8 +49,14 @@ func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e 
 	e.lab = labtest.UpSystemd(t, ctx, "stack", base, systemd, func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(e.log.String(), 80)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
-	t.Setenv(ssh.CommandLogEnv, e.cmdLog)
 	return e
+}
+
+// options open a stack of this test's: its own state, log, lab gateway
+// and command log, given to the provider rather than set in this
+// process's environment, which the tests running beside it share.
+func (e *e2e) options(inv string) Options {
+	return Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log, Netns: e.lab.Names().GatewayPath(), CommandLog: e.cmdLog}
 }
 
 func tail(s string, n int) string {
@@ -64,7 +74,7 @@ func (e *e2e) inventory(name string, edit func(string) string) string {
 
 func (e *e2e) open(ctx context.Context, inv string) *Stack {
 	e.t.Helper()
-	s, err := Open(ctx, Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log})
+	s, err := Open(ctx, e.options(inv))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -217,7 +227,7 @@ func (e *e2e) interruptWhen(ctx context.Context, s *Stack, node, check string) e
 	go func() {
 		for ctx.Err() == nil {
 			if out, err := e.lab.Run(ctx, node, check+" && echo yes"); err == nil && strings.TrimSpace(out) == "yes" {
-				SignalCLI(syscall.SIGKILL)
+				s.SignalCLI(syscall.SIGKILL)
 				return
 			}
 			time.Sleep(500 * time.Millisecond)

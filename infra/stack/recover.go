@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,8 +23,9 @@ import (
 // live state, so the next up can clear both and converge instead.
 
 // clearStaleLocks removes lock files of the local backend whose process,
-// on this host, is gone.
-func clearStaleLocks(backendURL string, progress func(string, ...any)) error {
+// on this host, is gone. home is the stack's PULUMI_HOME, which tells its
+// processes from other stacks' (environment).
+func clearStaleLocks(backendURL, home string, progress func(string, ...any)) error {
 	dir, ok := strings.CutPrefix(backendURL, "file://")
 	if !ok {
 		return nil // another backend keeps its own locks
@@ -53,8 +55,8 @@ func clearStaleLocks(backendURL string, progress func(string, ...any)) error {
 			// still be acting on nodes: a new run must not overlap it.
 			// Such a provider exits within a second of its CLI; give it a
 			// little longer before calling it stuck.
-			orphans := orphanProviders()
-			for wait := time.Now().Add(10 * time.Second); len(orphans) > 0 && time.Now().Before(wait); orphans = orphanProviders() {
+			orphans := orphanProviders(home)
+			for wait := time.Now().Add(10 * time.Second); len(orphans) > 0 && time.Now().Before(wait); orphans = orphanProviders(home) {
 				time.Sleep(500 * time.Millisecond)
 			}
 			if len(orphans) > 0 {
@@ -86,13 +88,16 @@ func procs() procfs.Procs {
 	return all
 }
 
-// orphanProviders lists homelab provider processes whose pulumi CLI is
-// gone (an up killed outright).
-func orphanProviders() []int {
+// orphanProviders lists the homelab provider processes of the stack whose
+// PULUMI_HOME is home ("": of any stack) whose pulumi CLI is gone (an up
+// killed outright).
+// Another stack's provider, on the same machine, is not this one's
+// business: its lock is another lock.
+func orphanProviders(home string) []int {
 	var out []int
 	for _, p := range procs() {
 		argv, err := p.CmdLine()
-		if err != nil || len(argv) == 0 || filepath.Base(argv[0]) != ProviderBinary {
+		if err != nil || len(argv) == 0 || filepath.Base(argv[0]) != ProviderBinary || !runsFor(p, home) {
 			continue
 		}
 		if _, ppid, ok := procInfo(p.PID); ok {
@@ -104,13 +109,39 @@ func orphanProviders() []int {
 	return out
 }
 
+// runsFor says whether process p runs for the stack whose PULUMI_HOME is
+// home: the CLI gets it from the workspace (environment) and passes it on
+// to the providers it starts. A process whose environment cannot be read
+// is counted in, as before stacks were told apart.
+func runsFor(p procfs.Proc, home string) bool {
+	if home == "" {
+		return true
+	}
+	env, err := p.Environ()
+	if err != nil {
+		return true
+	}
+	return slices.Contains(env, "PULUMI_HOME="+home)
+}
+
+// pulumiHome is the PULUMI_HOME of the stacks under stateDir.
+func pulumiHome(stateDir string) string { return filepath.Join(stateDir, "pulumi-home") }
+
 // SignalCLI sends sig to the pulumi CLI processes this process started
 // (the Automation API runs each in its own process group, so a terminal's
 // Ctrl-C does not reach them).
-func SignalCLI(sig syscall.Signal) int {
+func SignalCLI(sig syscall.Signal) int { return signalCLI(sig, "") }
+
+// SignalCLI sends sig to the pulumi CLI processes this process started for
+// this stack alone: another stack's run in the same process goes on.
+func (s *Stack) SignalCLI(sig syscall.Signal) int { return signalCLI(sig, pulumiHome(s.opts.StateDir)) }
+
+// signalCLI signals this process's pulumi CLIs, those of the stack whose
+// PULUMI_HOME is home, or all of them ("").
+func signalCLI(sig syscall.Signal, home string) int {
 	n := 0
 	for _, p := range procs() {
-		if comm, ppid, ok := procInfo(p.PID); ok && comm == "pulumi" && ppid == os.Getpid() {
+		if comm, ppid, ok := procInfo(p.PID); ok && comm == "pulumi" && ppid == os.Getpid() && (home == "" || runsFor(p, home)) {
 			if syscall.Kill(p.PID, sig) == nil {
 				n++
 			}

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
 func TestClearStaleLocks(t *testing.T) {
@@ -28,7 +30,7 @@ func TestClearStaleLocks(t *testing.T) {
 	live := write("b.json", os.Getpid(), host)
 	other := write("c.json", dead.Process.Pid, "another-host")
 	var said int
-	if err := clearStaleLocks("file://"+dir, func(string, ...any) { said++ }); err != nil {
+	if err := clearStaleLocks("file://"+dir, "", func(string, ...any) { said++ }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
@@ -42,7 +44,33 @@ func TestClearStaleLocks(t *testing.T) {
 	if said != 1 {
 		t.Errorf("told the user %d times", said)
 	}
-	if err := clearStaleLocks("s3://bucket", nil); err != nil {
+	if err := clearStaleLocks("s3://bucket", "", nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// Two stacks on one machine (two clusters, or tests on labs side by side)
+// tell their pulumi processes apart by the PULUMI_HOME each gives them: one
+// stack's killed up must not wait for, or signal, the other's.
+func TestProcessesAreToldApartByStack(t *testing.T) {
+	ours, theirs := t.TempDir(), t.TempDir()
+	child := exec.Command("sleep", "60")
+	child.Env = []string{"PULUMI_HOME=" + pulumiHome(ours)}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	p, err := procfs.NewProc(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !runsFor(p, pulumiHome(ours)) {
+		t.Error("a process of our stack was not counted as ours")
+	}
+	if runsFor(p, pulumiHome(theirs)) {
+		t.Error("a process of another stack was counted as ours")
+	}
+	if !runsFor(p, "") {
+		t.Error(`"" must mean any stack`)
 	}
 }

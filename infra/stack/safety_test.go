@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
-	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -52,7 +51,6 @@ func TestSafeEditsInTheLab(t *testing.T) {
 	e.lab = labtest.UpWith(t, ctx, "safe", safeInventory, func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(e.log.String(), 100)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath
 	e.stateDir, e.cmdLog = filepath.Join(e.work, "state"), filepath.Join(e.work, "commands.log")
-	t.Setenv(ssh.CommandLogEnv, e.cmdLog)
 
 	// A single-ip build with the endpoint on the control-plane node listed
 	// second is TestUpInTheLab's.
@@ -95,7 +93,9 @@ func TestSafeEditsInTheLab(t *testing.T) {
 		if _, err := WriteBundle(path, other); err != nil {
 			t.Fatal(err)
 		}
-		so, err := Open(ctx, Options{Inventory: e.invPath, StateDir: filepath.Join(e.work, "other-state"), Secrets: path, Progress: e.log})
+		o := e.options(e.invPath)
+		o.StateDir, o.Secrets = filepath.Join(e.work, "other-state"), path
+		so, err := Open(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +292,7 @@ func (e *e2e) waitUnlocked(ctx context.Context) {
 			}
 			return nil
 		})
-		if !live && len(orphanProviders()) == 0 {
+		if !live && len(orphanProviders(pulumiHome(e.stateDir))) == 0 {
 			return
 		}
 	}

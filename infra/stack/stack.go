@@ -52,6 +52,10 @@ type Options struct {
 	Stack string
 	// Progress receives the engine's progress output.
 	Progress io.Writer
+	// Netns and CommandLog, when set, are the provider's HOMELAB_NETNS
+	// (the namespace it dials the nodes from) and HOMELAB_COMMAND_LOG;
+	// otherwise it inherits this process's.
+	Netns, CommandLog string
 }
 
 // DefaultStateDir is $HOMELAB_STATE_DIR, else $XDG_STATE_HOME/homelab, else
@@ -80,7 +84,7 @@ type Stack struct {
 // ready clears what an earlier run killed outright left behind, before
 // any operation that takes the stack's lock.
 func (s *Stack) ready() error {
-	return clearStaleLocks(s.backend, func(f string, a ...any) { fmt.Fprintf(s.progress, f, a...) })
+	return clearStaleLocks(s.backend, pulumiHome(s.opts.StateDir), func(f string, a ...any) { fmt.Fprintf(s.progress, f, a...) })
 }
 
 // Open validates the inventory, loads (or creates) the secrets bundle, and
@@ -214,7 +218,16 @@ func environment(o Options) (map[string]string, error) {
 	env := map[string]string{
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-		"PULUMI_HOME": filepath.Join(o.StateDir, "pulumi-home"),
+		"PULUMI_HOME": pulumiHome(o.StateDir),
+	}
+	// Given here rather than inherited, so that stacks opened side by
+	// side in one process (tests on labs side by side) each reach their
+	// own nodes and log to their own file.
+	if o.Netns != "" {
+		env[envvars.Netns] = o.Netns
+	}
+	if o.CommandLog != "" {
+		env[envvars.CommandLog] = o.CommandLog
 	}
 	if os.Getenv("PULUMI_PARALLEL") == "" {
 		// Pulumi runs 4 operations per CPU at once by default, sized for

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools"
 )
@@ -31,7 +32,7 @@ const upgradeGap = 2 * time.Second
 //
 //	HOMELAB_E2E=1 go test -run '^$' -bench BenchmarkUpgrade -benchtime 1x ./infra/stack
 func BenchmarkUpgrade(b *testing.B) {
-	needE2E(b)
+	labtest.Need(b, "pulumi", "kubeadm")
 	from, to := tools.KubernetesVersion, tools.UpgradeKubernetesVersion
 	if _, err := os.Stat(filepath.Join(tools.KubernetesDir(to), "kubeadm")); err != nil {
 		toolstest.Missing(b, to+" is not built: KUBE_VERSION="+to+" infra/tools/build-kube.sh")

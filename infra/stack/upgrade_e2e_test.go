@@ -98,7 +98,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 	refused(e.inventory("downgrade", declareVersion(from, "v1.34.2")), "a downgrade", "does not downgrade")
 	// A skipped minor (v1.34 -> v1.36) is refused by the inventory's own
 	// check, before any node is read (the plan's refusal is unit-tested).
-	if _, err := Open(ctx, Options{Inventory: e.inventory("skip", declareVersion(from, "v1.36.0")), StateDir: e.stateDir, Progress: e.log}); err == nil || !strings.Contains(err.Error(), "cluster.kubernetesVersion") {
+	if _, err := Open(ctx, e.options(e.inventory("skip", declareVersion(from, "v1.36.0")))); err == nil || !strings.Contains(err.Error(), "cluster.kubernetesVersion") {
 		t.Errorf("v1.36.0 declared: %v, want the inventory refused naming cluster.kubernetesVersion", err)
 	}
 	if m := e.mutating(); len(m) > 0 {

@@ -50,6 +50,22 @@ func Need(t testing.TB, toolNames ...string) {
 	hold(t)
 }
 
+// parallel are the tests that run beside others of their package.
+var parallel sync.Map
+
+// Parallel runs t beside the other parallel tests of its package, each on
+// its own lab (as many at once as go test's -parallel and the machine's
+// lab slots allow). Call it first, before Need: a test paused by
+// t.Parallel while holding a slot would keep it from the tests it waits
+// for. Such a test gets no process-wide environment from Up: it gives
+// its lab's gateway (Lab.Names) and command log to what it runs itself.
+func Parallel(t *testing.T) {
+	t.Helper()
+	parallel.Store(t, true)
+	t.Cleanup(func() { parallel.Delete(t) })
+	t.Parallel()
+}
+
 // EnvLong runs the lab tests CI leaves out.
 const EnvLong = envvars.E2ELong
 
@@ -134,7 +150,9 @@ func UpSystemd(t testing.TB, ctx context.Context, name string, edit func(string)
 		}
 		os.RemoveAll(dir)
 	})
-	t.Setenv(ssh.NetnsEnv, l.Names().GatewayPath())
+	if _, ok := parallel.Load(t); !ok {
+		t.Setenv(ssh.NetnsEnv, l.Names().GatewayPath())
+	}
 	return tl
 }
 
