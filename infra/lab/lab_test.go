@@ -282,6 +282,9 @@ func TestLabUpDown(t *testing.T) {
 		same := l.Names()
 		other.names = &same
 		if _, _, err := other.Up(ctx, s.Inventory); err == nil || !strings.Contains(err.Error(), "already exists") {
+			// Down before the directory goes: a lab whose state is
+			// removed keeps its nodes running, with nothing to find them.
+			other.Down(false)
 			t.Fatalf("a second lab with the same names came up: %v", err)
 		}
 		if err := other.Down(false); err != nil {
