@@ -45,15 +45,29 @@ if [ ${#absent[@]} -gt 0 ]; then
   echo "setup: installed, yet not on PATH: ${absent[*]} (infra/tools/packages.txt names the wrong package?)" >&2; exit 1
 fi
 
-bash "$here/build-etcd.sh" >/dev/null
-bash "$here/build-kube.sh" >/dev/null
-ETCD_VERSION=v3.6.6 bash "$here/build-etcd.sh" >/dev/null
-KUBE_VERSION=v1.35.4 bash "$here/build-kube.sh" >/dev/null
+# step NAME COMMAND...: runs a build, and says how long it took when that
+# was more than a second (a cached step takes less), so a cold set-up
+# shows where its time went.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@" >/dev/null
+  if (( SECONDS - start > 1 )); then
+    echo "setup: $name took $(( SECONDS - start ))s" >&2
+  fi
+}
+step "etcd" bash "$here/build-etcd.sh"
+step "kubernetes" bash "$here/build-kube.sh"
+step "etcd of the upgrade" env ETCD_VERSION=v3.6.6 bash "$here/build-etcd.sh"
+step "kubernetes of the upgrade" env KUBE_VERSION=v1.35.4 bash "$here/build-kube.sh"
 # The DNS addon's images of both versions (kubeadm config images list).
-bash "$here/build-coredns.sh" >/dev/null
-COREDNS_VERSION=v1.13.1 bash "$here/build-coredns.sh" >/dev/null
-bash "$here/build-rootfs.sh" >/dev/null
-bash "$here/build-pause.sh" >/dev/null
+step "coredns" bash "$here/build-coredns.sh"
+step "coredns of the upgrade" env COREDNS_VERSION=v1.13.1 bash "$here/build-coredns.sh"
+step "the real nodes' Debian root" bash "$here/build-rootfs.sh"
+step "pause" bash "$here/build-pause.sh"
+start=$SECONDS
 pulumi_dir=$(bash "$here/build-pulumi.sh")
-bash "$here/build-language-go.sh" "$pulumi_dir" >/dev/null
+if (( SECONDS - start > 1 )); then echo "setup: the Pulumi CLI took $(( SECONDS - start ))s" >&2; fi
+step "the Pulumi Go language host" bash "$here/build-language-go.sh" "$pulumi_dir"
+echo "setup: $SECONDS s in all" >&2
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools; for the Pulumi CLI: export PATH=$pulumi_dir:\$PATH)" >&2
