@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
@@ -312,6 +313,10 @@ type Run struct {
 	// UpgradeWithout names the nodes left out of a Kubernetes upgrade
 	// (provider EnvUpgradeWithout).
 	UpgradeWithout []string
+	// Events, when set, receives the up's engine events (not the gate's
+	// preview's), and is closed after them: for a caller that times the
+	// steps of exactly what `homelab up` runs (the lab benchmark).
+	Events chan<- events.EngineEvent
 }
 
 // UpFor is Up with what run asks for.
@@ -325,6 +330,9 @@ func (s *Stack) UpFor(ctx context.Context, refresh bool, run Run) (auto.UpResult
 	opts := []optup.Option{optup.ProgressStreams(s.progress), optup.ErrorProgressStreams(s.progress)}
 	if refresh {
 		opts = append(opts, optup.Refresh())
+	}
+	if run.Events != nil {
+		opts = append(opts, optup.EventStreams(run.Events))
 	}
 	var res auto.UpResult
 	err := s.withRun(run, func() (err error) {

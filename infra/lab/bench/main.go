@@ -212,27 +212,27 @@ func measureStack(ctx context.Context, rep *report) (err error) {
 		return err
 	}
 	rep.stackLabUp = fx.labUp
-	os.Setenv(ssh.CommandLogEnv, fx.cmdLog)
 	progress := &lab.SyncBuffer{}
 	var w io.Writer = progress
 	if *verbose {
 		w = io.MultiWriter(progress, os.Stderr)
 	}
 	start := time.Now()
-	s, err := stack.Open(ctx, stack.Options{Inventory: fx.invPath, StateDir: filepath.Join(fx.work, "state"), Progress: w})
+	s, err := stack.Open(ctx, stack.Options{Inventory: fx.invPath, StateDir: filepath.Join(fx.work, "state"), Progress: w, Netns: fx.lab.Names().GatewayPath(), CommandLog: fx.cmdLog})
 	if err != nil {
 		return fmt.Errorf("opening the stack: %w", err)
 	}
 	rep.open = time.Since(start)
 
-	// The fresh up: what stack.Up runs (refresh on, as `homelab up`
-	// defaults to), plus the engine's event stream.
+	// The fresh up: exactly what `homelab up` runs (stack.Up: the
+	// clean-up of an interrupted run, the gate's preview, the up with
+	// refresh), plus the engine's event stream of the up.
 	logf("fresh up (empty state) ...")
 	clock := newStepClock()
 	ch, drained := clock.listen()
 	as := s.Auto()
 	start = time.Now()
-	res, err := as.Up(ctx, optup.Refresh(), optup.EventStreams(ch), optup.ProgressStreams(w), optup.ErrorProgressStreams(w))
+	res, err := s.UpFor(ctx, true, stack.Run{Events: ch})
 	end := time.Now()
 	rep.fresh = end.Sub(start)
 	drained()
