@@ -76,7 +76,7 @@ const (
 	// runs to watch Missing skip or fail.
 	ToolstestChild = "HOMELAB_TOOLSTEST_CHILD"
 	// LabSlots is how many labs the tests run at once (default: one per
-	// core and per 6 GiB of memory).
+	// two cores and per 6 GiB of memory).
 	LabSlots = "HOMELAB_LAB_SLOTS"
 	// E2EKeep=1 keeps a failed test's lab up for a look inside.
 	E2EKeep = "HOMELAB_E2E_KEEP"

@@ -27,11 +27,12 @@ func TestSlotsFollowCoresAndMemory(t *testing.T) {
 		memory uint64
 		want   int
 	}{
-		{2, 24 << 30, 2},
-		{8, 16 << 30, 2},
+		{2, 24 << 30, 1}, // this kind of machine: no gain from two
+		{4, 24 << 30, 2},
+		{16, 16 << 30, 2}, // memory-bound
 		{1, 64 << 30, 1},
 		{4, 2 << 30, 1}, // too little memory for one is still one
-		{2, 0, 1},       // unknown memory
+		{4, 0, 1},       // unknown memory
 	} {
 		if got := slotsFor(c.cores, c.memory); got != c.want {
 			t.Errorf("%d cores, %d GiB: %d slots, want %d", c.cores, c.memory>>30, got, c.want)

@@ -16,12 +16,15 @@ import (
 )
 
 // Labs whose directories differ have different names (Names), so several
-// run on one machine at once. What limits them is the machine: a real
-// 7-node lab measured 0.64 of a core idle, 0.82 during a fresh up, and
-// 2.85 GiB of memory (docs/lab.md). The slots below are how many labs the
-// tests (and the lab benchmark) run at once; each holder takes one, as a
-// lock file under /run/lock, so the count holds across the test binaries
-// `go test ./...` runs in parallel.
+// run on one machine at once. What limits them is the machine: an idle
+// 7-node cluster measured 0.54 (stand-ins) to 0.64 (real nodes) of a core
+// and 2.85 GiB, and a fresh up 0.82 of a core. Two stack tests side by
+// side on two cores left no core idle (CPU pressure 92%) and each took
+// 3.5 times as long as alone (docs/lab.md): a lab needs two cores to
+// itself to gain anything. The slots below are how many labs the tests
+// (and the lab benchmark) run at once; each holder takes one, as a lock
+// file under /run/lock, so the count holds across the test binaries `go
+// test ./...` runs in parallel.
 
 // EnvSlots overrides the machine's slot count.
 const EnvSlots = envvars.LabSlots
@@ -35,7 +38,7 @@ func slotLock(i int) string { return fmt.Sprintf("/run/lock/homelab-lab.%d.lock"
 const memoryPerLab = 6 << 30
 
 // Slots is how many labs may be up at once on this machine: $HOMELAB_LAB_SLOTS,
-// else one per core and per 6 GiB of memory, at least one.
+// else one per two cores and per 6 GiB of memory, at least one.
 func Slots() (int, error) {
 	if v := os.Getenv(EnvSlots); v != "" {
 		n, err := strconv.Atoi(v)
@@ -47,8 +50,11 @@ func Slots() (int, error) {
 	return slotsFor(runtime.NumCPU(), memTotal()), nil
 }
 
+// coresPerLab: see the measurements above.
+const coresPerLab = 2
+
 func slotsFor(cores int, memory uint64) int {
-	n := min(cores, int(memory/memoryPerLab))
+	n := min(cores/coresPerLab, int(memory/memoryPerLab))
 	return max(n, 1)
 }
 
