@@ -79,6 +79,12 @@ var (
 	_ infer.CustomDiff[ControlPlaneRevivalArgs, ControlPlaneRevivalState]   = ControlPlaneRevival{}
 	_ infer.CustomUpdate[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = ControlPlaneRevival{}
 	_ infer.CustomDelete[ControlPlaneRevivalState]                          = ControlPlaneRevival{}
+
+	_ infer.CustomCreate[KubernetesUpgradeArgs, KubernetesUpgradeState] = KubernetesUpgrade{}
+	_ infer.CustomRead[KubernetesUpgradeArgs, KubernetesUpgradeState]   = KubernetesUpgrade{}
+	_ infer.CustomDiff[KubernetesUpgradeArgs, KubernetesUpgradeState]   = KubernetesUpgrade{}
+	_ infer.CustomUpdate[KubernetesUpgradeArgs, KubernetesUpgradeState] = KubernetesUpgrade{}
+	_ infer.CustomDelete[KubernetesUpgradeState]                        = KubernetesUpgrade{}
 )
 
 func (c *Connection) Annotate(a infer.Annotator) {

@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,9 +17,51 @@ import (
 // before Diff, and decoding the inputs then fails on every preview: no
 // resource may use those names.
 func TestNoReservedInputNames(t *testing.T) {
+	checked := map[string]bool{}
 	for _, args := range []any{HostArgs{}, FileArgs{}, ServiceArgs{}, KubeadmInitArgs{}, KubeadmJoinArgs{}, NodeMetaArgs{},
-		ManifestArgs{}, EtcdMembersArgs{}, DataplaneArgs{}, ControlPlaneAddressArgs{}, PackageArgs{}, ControlPlaneRevivalArgs{}} {
+		ManifestArgs{}, EtcdMembersArgs{}, DataplaneArgs{}, ControlPlaneAddressArgs{}, PackageArgs{}, ControlPlaneRevivalArgs{},
+		KubernetesUpgradeArgs{}} {
 		checkNames(t, reflect.TypeOf(args))
+		checked[strings.TrimSuffix(reflect.TypeOf(args).Name(), "Args")] = true
+	}
+	for _, r := range registered(t) {
+		if !checked[r] {
+			t.Errorf("%sArgs is not checked here: add it to the list", r)
+		}
+	}
+}
+
+// registered lists the resources provider.go registers (infer.Resource).
+func registered(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile("provider.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`infer\.Resource\(&(\w+)\{\}\)`).FindAllStringSubmatch(string(src), -1) {
+		out = append(out, m[1])
+	}
+	if len(out) == 0 {
+		t.Fatal("no infer.Resource in provider.go")
+	}
+	return out
+}
+
+// Every registered resource has its methods asserted in schema.go: a Read
+// or Diff whose signature drifted would compile and fall back to infer's
+// default without them.
+func TestEveryResourceAssertsItsMethods(t *testing.T) {
+	src, err := os.ReadFile("schema.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range registered(t) {
+		for _, m := range []string{"CustomCreate", "CustomRead", "CustomDiff", "CustomUpdate"} {
+			if !regexp.MustCompile(`infer\.` + m + `\[[^\]]*\]\s*=\s*` + r + `\{\}`).Match(src) {
+				t.Errorf("schema.go does not assert %s's %s", r, m)
+			}
+		}
 	}
 }
 
