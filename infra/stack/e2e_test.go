@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
 
@@ -57,6 +58,15 @@ func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e 
 // process's environment, which the tests running beside it share.
 func (e *e2e) options(inv string) Options {
 	return Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log, Netns: e.lab.Names().GatewayPath(), CommandLog: e.cmdLog}
+}
+
+// env is the environment of a homelab command the test runs: this
+// process's, which the tests running beside it share, with this test's
+// lab gateway and command log. Without the gateway, homelab would look
+// for the default lab, find none, and dial the lab's addresses from the
+// machine's own namespace: out of the lab.
+func (e *e2e) env() []string {
+	return append(os.Environ(), ssh.NetnsEnv+"="+e.lab.Names().GatewayPath(), ssh.CommandLogEnv+"="+e.cmdLog)
 }
 
 func tail(s string, n int) string {

@@ -169,7 +169,7 @@ func TestSafeEditsInTheLab(t *testing.T) {
 		}
 		var out bytes.Buffer
 		up := exec.Command(bin, "up", "-f", e.invPath, "--state-dir", e.stateDir, "--skip-verify")
-		up.Stdout, up.Stderr = &out, &out
+		up.Stdout, up.Stderr, up.Env = &out, &out, e.env()
 		if err := up.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -191,8 +191,10 @@ func TestSafeEditsInTheLab(t *testing.T) {
 		if len(bundles) != 1 {
 			t.Fatalf("secrets bundles in the state directory: %v", bundles)
 		}
-		second, err := exec.CommandContext(ctx, bin, "up", "-f", e.invPath, "--state-dir", filepath.Join(e.work, "other-state"),
-			"--secrets", bundles[0], "--skip-verify").CombinedOutput()
+		secondUp := exec.CommandContext(ctx, bin, "up", "-f", e.invPath, "--state-dir", filepath.Join(e.work, "other-state"),
+			"--secrets", bundles[0], "--skip-verify")
+		secondUp.Env = e.env()
+		second, err := secondUp.CombinedOutput()
 		if err == nil || !strings.Contains(string(second), "locked by another run") ||
 			!strings.Contains(string(second), fmt.Sprintf("pid %d", up.Process.Pid)) || !strings.Contains(string(second), e.stateDir) ||
 			strings.Contains(string(second), "Previewing") || strings.Contains(string(second), "Updating") {
