@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
@@ -87,12 +86,8 @@ func doctorLabNetns(inv *inventory.Inventory, cmd *cobra.Command) {
 	if os.Getenv(ssh.NetnsEnv) != "" {
 		return
 	}
-	l, err := lab.Open("")
-	if err != nil {
-		return
-	}
-	st, err := l.LoadState()
-	if err != nil || st.Cluster != inv.Cluster.Name {
+	st, ok := labStateFor(inv)
+	if !ok || st.Cluster != inv.Cluster.Name {
 		return
 	}
 	for _, n := range inv.Nodes {

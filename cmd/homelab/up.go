@@ -228,12 +228,8 @@ func useLabNetnsFor(inv *inventory.Inventory, invPath string, cmd *cobra.Command
 	if os.Getenv(ssh.NetnsEnv) != "" {
 		return
 	}
-	l, err := lab.Open("")
-	if err != nil {
-		return
-	}
-	st, err := l.LoadState()
-	if err != nil {
+	st, ok := labStateFor(inv)
+	if !ok {
 		return
 	}
 	for _, n := range inv.Nodes {
@@ -244,6 +240,21 @@ func useLabNetnsFor(inv *inventory.Inventory, invPath string, cmd *cobra.Command
 	}
 	os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
 	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is the emulated homelab's inventory: reaching its nodes from namespace %s\n", invPath, st.Names().Gateway())
+}
+
+// labStateFor is the state of the lab an inventory's nodes may be in: the
+// lab its SSH key belongs to (a test's lab, or any lab outside the
+// default directory), else the one in $HOMELAB_LAB_DIR or the default.
+func labStateFor(inv *inventory.Inventory) (*lab.State, bool) {
+	l, ok := lab.OpenByKey(inv.SSH.PrivateKey)
+	if !ok {
+		var err error
+		if l, err = lab.Open(""); err != nil {
+			return nil, false
+		}
+	}
+	st, err := l.LoadState()
+	return st, err == nil
 }
 
 // dialer reaches the nodes from the namespace in HOMELAB_NETNS (the
