@@ -35,12 +35,13 @@ func TestScriptsBuildTheDeclaredVersions(t *testing.T) {
 	}
 	setup := script(t, "setup.sh")
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^bash "\$here/build-etcd.sh"`),
-		regexp.MustCompile(`(?m)^bash "\$here/build-kube.sh"`),
-		regexp.MustCompile(`(?m)^ETCD_VERSION=` + regexp.QuoteMeta(UpgradeEtcdVersion) + ` bash "\$here/build-etcd.sh"`),
-		regexp.MustCompile(`(?m)^KUBE_VERSION=` + regexp.QuoteMeta(UpgradeKubernetesVersion) + ` bash "\$here/build-kube.sh"`),
-		regexp.MustCompile(`(?m)^bash "\$here/build-coredns.sh"`),
-		regexp.MustCompile(`(?m)^COREDNS_VERSION=` + regexp.QuoteMeta(UpgradeCorednsVersion) + ` bash "\$here/build-coredns.sh"`),
+		// Each build is a step (timed): step "NAME" [env VAR=VERSION] bash SCRIPT.
+		regexp.MustCompile(`(?m)^step "[^"]+" bash "\$here/build-etcd.sh"`),
+		regexp.MustCompile(`(?m)^step "[^"]+" bash "\$here/build-kube.sh"`),
+		regexp.MustCompile(`(?m)^step "[^"]+" env ETCD_VERSION=` + regexp.QuoteMeta(UpgradeEtcdVersion) + ` bash "\$here/build-etcd.sh"`),
+		regexp.MustCompile(`(?m)^step "[^"]+" env KUBE_VERSION=` + regexp.QuoteMeta(UpgradeKubernetesVersion) + ` bash "\$here/build-kube.sh"`),
+		regexp.MustCompile(`(?m)^step "[^"]+" bash "\$here/build-coredns.sh"`),
+		regexp.MustCompile(`(?m)^step "[^"]+" env COREDNS_VERSION=` + regexp.QuoteMeta(UpgradeCorednsVersion) + ` bash "\$here/build-coredns.sh"`),
 	} {
 		if !want.MatchString(setup) {
 			t.Errorf("setup.sh: no line matching %s", want)
