@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,11 +76,21 @@ func memTotal() uint64 {
 	return 0
 }
 
-func openSlot(i int) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(slotLock(i)), 0o755); err != nil {
+// flockFile opens path (and its directory) and flocks it with how; the
+// lock lasts until the file is closed.
+func flockFile(path string, how int) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(slotLock(i), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // buildLock serialises the labs' writes to the shared tool cache.
@@ -87,15 +98,8 @@ const buildLock = "/run/lock/homelab-lab-build.lock"
 
 // lockBuilds waits until no other lab is building into the tool cache.
 func lockBuilds() (release func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(buildLock), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(buildLock, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := flockFile(buildLock, unix.LOCK_EX)
 	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return func() { f.Close() }, nil
@@ -111,14 +115,13 @@ func TakeSlot() (slot int, release func(), err error) {
 	}
 	for {
 		for i := range n {
-			f, err := openSlot(i)
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			f, err := flockFile(slotLock(i), unix.LOCK_EX|unix.LOCK_NB)
+			if err == nil {
 				return i, func() { f.Close() }, nil
 			}
-			f.Close()
+			if !errors.Is(err, unix.EWOULDBLOCK) {
+				return 0, nil, err
+			}
 		}
 		// flock cannot wait for any one of several files: poll. A lab
 		// test holds its slot for minutes, so a second is nothing.
@@ -141,13 +144,8 @@ func TakeMachine() (release func(), err error) {
 		}
 	}
 	for i := range n {
-		f, err := openSlot(i)
+		f, err := flockFile(slotLock(i), unix.LOCK_EX)
 		if err != nil {
-			release()
-			return nil, err
-		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-			f.Close()
 			release()
 			return nil, err
 		}

@@ -1,7 +1,8 @@
 // Package labtest brings the emulated homelab up for one end-to-end test
 // and down after it: one of the machine's lab slots (lab.Slots labs at a
-// time, each with its own names), a lab directory under /srv, inventory/lab.yaml with the lab's SSH paths, and SSH dialling
-// from the lab's gateway namespace.
+// time, each with its own names), a lab directory under /srv,
+// inventory/lab.yaml with the lab's SSH paths, and SSH dialling from the
+// lab's gateway namespace.
 package labtest
 
 import (
