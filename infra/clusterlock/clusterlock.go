@@ -14,7 +14,6 @@ package clusterlock
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -26,21 +25,22 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Dir is the lock on a node.
 const Dir = nodefacts.ClusterLockDir
 
-var (
-	//go:embed take.sh
-	takeScript string
-	//go:embed release.sh
-	releaseScript string
-)
+// takeArgs and releaseArgs are what the lock's scripts are given.
+type takeArgs struct {
+	Dir, ID string
+	Break   bool
+}
+
+type releaseArgs struct{ Dir, ID string }
 
 // Holder is who holds the lock, as the refused run is told.
 type Holder struct {
@@ -126,10 +126,7 @@ func Take(ctx context.Context, nodes []Node, me Holder, o Options) (*Lock, error
 	if o.Reachable {
 		need = 1
 	}
-	mode := "keep"
-	if o.Break {
-		mode = "break"
-	}
+	take := scripts.Render("clusterlock/take", takeArgs{Dir: Dir, ID: me.ID, Break: o.Break})
 	l := &Lock{me: me}
 	var took []Node
 	var unreached *multierror.Error
@@ -138,7 +135,7 @@ func Take(ctx context.Context, nodes []Node, me Holder, o Options) (*Lock, error
 			unreached = multierror.Append(unreached, fmt.Errorf("%s: %w", n.Name, n.Err))
 			continue
 		}
-		res, err := n.Exec.RunInput(ctx, "sh -c "+shell.Quote(takeScript)+" take "+shell.Quote(Dir)+" "+shell.Quote(me.ID)+" "+mode, record)
+		res, err := n.Exec.RunInput(ctx, take.String(), record)
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 		}
@@ -187,7 +184,7 @@ func (l *Lock) Release(ctx context.Context, nodes []Node) error {
 			errs = multierror.Append(errs, fmt.Errorf("%s: releasing the cluster lock (remove %s there once no run holds it): %w", n.Name, Dir, n.Err))
 			continue
 		}
-		res, err := n.Exec.Run(ctx, "sh -c "+shell.Quote(releaseScript)+" release "+shell.Quote(Dir)+" "+shell.Quote(l.me.ID))
+		res, err := n.Exec.Run(ctx, scripts.Render("clusterlock/release", releaseArgs{Dir: Dir, ID: l.me.ID}).String())
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 		}

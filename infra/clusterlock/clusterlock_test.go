@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
@@ -235,4 +237,11 @@ func execed(pid int, want string) {
 			return
 		}
 	}
+}
+
+// The lock's scripts as a node receives them.
+func TestScriptsGolden(t *testing.T) {
+	scriptstest.Golden(t, scripts.Render("clusterlock/take", takeArgs{Dir: Dir, ID: "0123456789abcdef"}), "keep")
+	scriptstest.Golden(t, scripts.Render("clusterlock/take", takeArgs{Dir: Dir, ID: "0123456789abcdef", Break: true}), "break")
+	scriptstest.Golden(t, scripts.Render("clusterlock/release", releaseArgs{Dir: Dir, ID: "0123456789abcdef"}), "")
 }
