@@ -18,6 +18,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -97,7 +98,7 @@ var liveScript = nodefacts.ProbeScript + "\n" + nodefacts.ExpiryScript
 // readLive records what the node has in st, and returns the
 // certificates' expiries as read.
 func readLive(ctx context.Context, c ssh.Executor, st *ControlPlaneAddressState) ([]nodefacts.Expiry, error) {
-	out, _, err := query(ctx, c, liveScript)
+	out, _, err := query(ctx, c, scripts.Legacy(liveScript))
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +372,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		if pod == "kube-apiserver" && dr.address {
 			continue
 		}
-		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", regeneratePod(pod, in.configPath())); err != nil {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", scripts.Legacy(regeneratePod(pod, in.configPath()))); err != nil {
 			return st, err
 		}
 	}
@@ -400,7 +401,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		for _, pod := range []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
 			script += "pkill -f " + shell.Quote(nodefacts.ProcessPattern(pod)) + " || true\n"
 		}
-		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, script); err != nil {
+		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, scripts.Legacy(script)); err != nil {
 			return st, err
 		}
 	}
@@ -408,7 +409,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 	// kubeconfig was renewed already.
 	toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
 	if len(toRestart) > 0 {
-		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", scripts.Legacy(restartPods(toRestart))); err != nil {
 			return st, err
 		}
 	}
@@ -613,12 +614,12 @@ func etcdHealthy(ctx context.Context, c ssh.Executor) error {
 // node's kubeadm config: nothing of it needs the API.
 func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs, kubeconfigs []string) error {
 	if len(certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(config, certs)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), scripts.Legacy(regenerateCerts(config, certs))); err != nil {
 			return err
 		}
 	}
 	if len(kubeconfigs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(config, kubeconfigs)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), scripts.Legacy(renewKubeconfigs(config, kubeconfigs))); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -144,7 +145,7 @@ func batchesOf(ctx context.Context) *readBatches {
 }
 
 func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]nodefacts.FileStat, error) {
-	out, _, err := query(ctx, c, nodefacts.FileStatsScript(paths))
+	out, _, err := query(ctx, c, scripts.Legacy(nodefacts.FileStatsScript(paths)))
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func getNodes(ctx context.Context, c ssh.Executor, names []string) (map[string]*
 	for i, n := range names {
 		quoted[i] = shell.Quote(n)
 	}
-	out, err := queryAPI(ctx, c, kubectl+" get node "+strings.Join(quoted, " ")+" -o json --ignore-not-found")
+	out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" get node "+strings.Join(quoted, " ")+" -o json --ignore-not-found"))
 	if err != nil {
 		// The API is not there (the via node is being rebuilt, its
 		// certificates expired): unknown, not absent.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
@@ -121,8 +122,8 @@ func redact(s string) string { return tokenPattern.ReplaceAllString(s, "<redacte
 
 // must runs a mutating command and turns a non-zero exit into an error
 // carrying the (redacted) output.
-func must(ctx context.Context, c ssh.Executor, node, what, cmd string) (string, error) {
-	r, err := c.Run(ctx, cmd)
+func must(ctx context.Context, c ssh.Executor, node, what string, s scripts.Script) (string, error) {
+	r, err := c.Run(ctx, s.String())
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", node, what, err)
 	}
@@ -133,8 +134,8 @@ func must(ctx context.Context, c ssh.Executor, node, what, cmd string) (string, 
 }
 
 // query runs a read-only command; the exit code is the caller's business.
-func query(ctx context.Context, c ssh.Executor, cmd string) (string, int, error) {
-	r, err := c.Query(ctx, cmd)
+func query(ctx context.Context, c ssh.Executor, s scripts.Script) (string, int, error) {
+	r, err := c.Query(ctx, s.String())
 	if err != nil {
 		return "", 0, err
 	}
@@ -143,8 +144,8 @@ func query(ctx context.Context, c ssh.Executor, cmd string) (string, int, error)
 
 // queryAPI runs a read-only kubectl command; a non-zero exit is an
 // *apiRefused carrying kubectl's reason.
-func queryAPI(ctx context.Context, c ssh.Executor, cmd string) (string, error) {
-	r, err := c.Query(ctx, cmd)
+func queryAPI(ctx context.Context, c ssh.Executor, s scripts.Script) (string, error) {
+	r, err := c.Query(ctx, s.String())
 	if err != nil {
 		return "", err
 	}

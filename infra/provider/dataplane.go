@@ -14,6 +14,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/helmrelease"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -262,7 +263,7 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 			log.Warningf("%s: not reachable (%v): remove %s/%s by hand before reusing it", n.Node, err, cniconf.ConfDir, cilium.ConfigFile)
 			continue
 		}
-		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", ciliumCNIRemove)
+		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", scripts.Legacy(ciliumCNIRemove))
 		c.Close()
 		if err != nil {
 			return infer.DeleteResponse{}, err
@@ -283,7 +284,7 @@ const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy con
 // pending-...), which is no desired state of its own.
 func readDataplane(ctx context.Context, c ssh.Executor, in DataplaneArgs) (st DataplaneState, status string, err error) {
 	st = DataplaneState{DataplaneArgs: in}
-	out, err := queryAPI(ctx, c, kubeProxyObjects)
+	out, err := queryAPI(ctx, c, scripts.Legacy(kubeProxyObjects))
 	if err != nil {
 		return st, "", fmt.Errorf("%s: reading kube-proxy's objects: %w", in.Via.Node, err)
 	}
@@ -387,8 +388,8 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 		}
 		if live.KubeProxy {
 			log.Infof("Cilium is up; removing kube-proxy")
-			if _, err := must(ctx, c, in.Via.Node, "deleting kube-proxy's DaemonSet and ConfigMap",
-				kubectl+" -n kube-system delete daemonset/kube-proxy configmap/kube-proxy --ignore-not-found --wait=true"); err != nil {
+			if _, err := must(ctx, c, in.Via.Node, "deleting kube-proxy's DaemonSet and ConfigMap", scripts.Legacy(
+				kubectl+" -n kube-system delete daemonset/kube-proxy configmap/kube-proxy --ignore-not-found --wait=true")); err != nil {
 				return live, err
 			}
 		}
@@ -435,8 +436,8 @@ func repairAndWaitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs,
 }
 
 func restoreKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
-	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy",
-		"kubeadm init phase addon kube-proxy --config "+shell.Quote(in.InitConfigPath)); err != nil {
+	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy", scripts.Legacy(
+		"kubeadm init phase addon kube-proxy --config "+shell.Quote(in.InitConfigPath))); err != nil {
 		return err
 	}
 	return waitKubeProxy(ctx, c, in)
@@ -494,7 +495,7 @@ func waitKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error 
 	deadline := time.Now().Add(in.timeout())
 	last := ""
 	for {
-		out, code, err := query(ctx, c, cmd)
+		out, code, err := query(ctx, c, scripts.Legacy(cmd))
 		if err != nil {
 			return err
 		}
@@ -574,7 +575,7 @@ func nodeHasKubeRules(ctx context.Context, n Connection) (bool, error) {
 		return false, err
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, kubeRulesCheck)
+	out, _, err := query(ctx, c, scripts.Legacy(kubeRulesCheck))
 	if err != nil {
 		return false, err
 	}
@@ -587,7 +588,7 @@ func cleanKubeRules(ctx context.Context, n Connection) error {
 		return err
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, kubeRulesCheck)
+	out, _, err := query(ctx, c, scripts.Legacy(kubeRulesCheck))
 	if err != nil {
 		return err
 	}
@@ -595,6 +596,6 @@ func cleanKubeRules(ctx context.Context, n Connection) error {
 		return nil
 	}
 	p.GetLogger(ctx).Infof("%s: removing kube-proxy's rules (%s)", n.Node, strings.ReplaceAll(strings.TrimSpace(out), "\n", ", "))
-	_, err = must(ctx, c, n.Node, "removing kube-proxy's rules", kubeRulesClean)
+	_, err = must(ctx, c, n.Node, "removing kube-proxy's rules", scripts.Legacy(kubeRulesClean))
 	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
@@ -59,14 +60,15 @@ func (e *busyError) Error() string {
 //
 // The wait ignores cancellation (the user's first Ctrl-C lets running
 // node steps finish); the bound still applies.
-func runDetached(ctx context.Context, c ssh.Executor, node, name, what, cmd string) (string, error) {
+func runDetached(ctx context.Context, c ssh.Executor, node, name, what string, s scripts.Script) (string, error) {
+	cmd := s.String()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
 	defer cancel()
 	d := runsDir + "/" + name
 	sum := sha256.Sum256([]byte(cmd))
 	tag := hex.EncodeToString(sum[:8])
 	start := detachedStart(d, tag, cmd)
-	out, err := must(ctx, c, node, what, start)
+	out, err := must(ctx, c, node, what, scripts.Legacy(start))
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +111,7 @@ elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running
 elif [ -f "$d/pid" ]; then echo lost
 else echo starting; fi`
 	for lost := 0; ; {
-		out, _, err := query(ctx, c, poll)
+		out, _, err := query(ctx, c, scripts.Legacy(poll))
 		if err != nil {
 			return "", fmt.Errorf("%s: waiting for %s: %w", node, what, err)
 		}
@@ -147,7 +149,7 @@ func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	e := &busyError{node: node, what: what, dir: d}
-	out, _, err := query(ctx, c, `d=`+shell.Quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`)
+	out, _, err := query(ctx, c, scripts.Legacy(`d=`+shell.Quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`))
 	if err == nil {
 		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		e.pid, e.cmd = strings.TrimSpace(pid), tail(redact(strings.TrimSpace(cmd)), 1)

@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 )
 
@@ -105,6 +107,9 @@ type fakeEvent struct {
 }
 
 type fakeAnswer struct {
+	// script, when set, is the name of the script answered (matched by
+	// identity: scripts.NameOf); otherwise match is a substring.
+	script string
 	match  string
 	answer func(cmd string) (ssh.Result, error)
 }
@@ -130,7 +135,31 @@ func (n *fakeNode) on(match, stdout string, exit int) {
 }
 
 func (n *fakeNode) onFunc(match string, answer func(cmd string) (ssh.Result, error)) {
-	n.answers = append([]fakeAnswer{{match, answer}}, n.answers...)
+	n.answers = append([]fakeAnswer{{match: match, answer: answer}}, n.answers...)
+}
+
+// onScript answers every rendering of the script name (infra/scripts)
+// with stdout and exit code; a later answer for the same script wins.
+func (n *fakeNode) onScript(name, stdout string, exit int) {
+	n.onScriptFunc(name, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(stdout), ExitCode: exit}, nil })
+}
+
+func (n *fakeNode) onScriptFunc(name string, answer func(cmd string) (ssh.Result, error)) {
+	if !slices.Contains(scripts.Names(), name) {
+		n.t.Fatalf("onScript: no script %q", name)
+	}
+	n.answers = append([]fakeAnswer{{script: name, answer: answer}}, n.answers...)
+}
+
+// ran counts the renderings of the script name the node received.
+func (n *fakeNode) ran(name string) int {
+	count := 0
+	for _, e := range n.events {
+		if got, ok := scripts.NameOf(e.cmd); ok && got == name {
+			count++
+		}
+	}
+	return count
 }
 
 // put is a file on the node as its own tools left it.
@@ -188,8 +217,9 @@ func (c *fakeConn) exec(ctx context.Context, kind string, mutating bool, cmd, st
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, err)
 	}
 	n.record(fakeEvent{kind: kind, mutating: mutating, cmd: cmd, stdin: stdin})
+	script, _ := scripts.NameOf(cmd)
 	for _, a := range n.answers {
-		if strings.Contains(cmd, a.match) {
+		if a.script != "" && a.script == script || a.script == "" && strings.Contains(cmd, a.match) {
 			return a.answer(cmd)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -66,7 +67,7 @@ func writeFile(ctx context.Context, a FileArgs) error {
 		return fmt.Errorf("%s: writing %s: %w", a.Connection.Node, a.Path, err)
 	}
 	if a.OnChange != "" {
-		_, err = must(ctx, c, a.Connection.Node, "applying "+a.Path, a.OnChange)
+		_, err = must(ctx, c, a.Connection.Node, "applying "+a.Path, scripts.Legacy(a.OnChange))
 	}
 	return err
 }
@@ -155,7 +156,7 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 	}
 	defer c.Close()
 	if keyMaterial(path) && !consented(node) {
-		out, _, err := query(ctx, c, "test -f "+nodefacts.Manifest(nodefacts.KubeAPIServer)+" && echo running")
+		out, _, err := query(ctx, c, scripts.Legacy("test -f "+nodefacts.Manifest(nodefacts.KubeAPIServer)+" && echo running"))
 		if err != nil {
 			return infer.DeleteResponse{}, err
 		}
@@ -163,8 +164,9 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 			return infer.DeleteResponse{}, refused(node, "removing "+path, "delete "+path+" from a node whose control plane still runs on it")
 		}
 	}
-	_, err = must(ctx, c, node, "removing "+path, "rm -f "+shell.Quote(path)+
-		// The directory it made (kubeadm/, encryption/) goes too once empty.
-		" && { rmdir \"$(dirname "+shell.Quote(req.State.Path)+")\" 2>/dev/null; true; }")
+	_, err = must(ctx, c, node, "removing "+path, scripts.Legacy("rm -f "+shell.Quote(path)+
+
+		" && { rmdir \"$(dirname "+shell.Quote(req.State.Path)+")\" 2>/dev/null; true; }"))
+
 	return infer.DeleteResponse{}, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -168,7 +169,7 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (
 	for _, cmd := range in.Requires {
 		script += "\ncommand -v " + shell.Quote(cmd) + " >/dev/null || echo missing=" + shell.Quote(cmd)
 	}
-	out, _, err := query(ctx, c, script)
+	out, _, err := query(ctx, c, scripts.Legacy(script))
 	if err != nil {
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
 	}

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -69,7 +70,7 @@ const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metad
 // readClusterUID is the cluster's identity, read through a node whose
 // admin.conf the API answers to; "" when the API does not say.
 func readClusterUID(ctx context.Context, c ssh.Executor) string {
-	out, code, err := query(ctx, c, clusterUIDCmd)
+	out, code, err := query(ctx, c, scripts.Legacy(clusterUIDCmd))
 	if err != nil || code != 0 {
 		return ""
 	}
@@ -124,7 +125,7 @@ rm -rf "$b"`
 // uninterrupted lets a command finish when the user cancels an up:
 // killing it half-way leaves a node that needs a reset. A bound still
 // applies, so a hung command cannot hold the run forever.
-func mustFinish(ctx context.Context, c ssh.Executor, node, what, cmd string) (string, error) {
+func mustFinish(ctx context.Context, c ssh.Executor, node, what string, cmd scripts.Script) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
 	defer cancel()
 	return must(ctx, c, node, what, cmd)
@@ -161,7 +162,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	if _, err := settleBeforeReset(ctx, c, node, initRun, "kubeadm init"); err != nil {
 		return err
 	}
-	state, _, err := query(ctx, c, initState())
+	state, _, err := query(ctx, c, scripts.Legacy(initState()))
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 					"no other control-plane node serves the cluster, and no completion marker says the node was set up: an init that never finished, or a cluster built without homelab, which homelab adopt takes over")
 			}
 			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept, etcd data moved aside)", node)
-			out, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs)
+			out, err := mustFinish(ctx, c, node, "resetting the interrupted init", scripts.Legacy(resetKeepingCAs))
 			reportAside(ctx, node, out)
 			if err != nil {
 				return err
@@ -221,7 +222,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 		}
 		cmd := "kubeadm init --config " + shell.Quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
 			" && touch " + nodefacts.InitMarker
-		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", cmd); err != nil {
+		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", scripts.Legacy(cmd)); err != nil {
 			return err
 		}
 		if err := deleteInitTokens(context.WithoutCancel(ctx), c, node); err != nil {
@@ -247,7 +248,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 }
 
 func uploadConfig(ctx context.Context, c ssh.Executor, node, configPath string) error {
-	_, err := must(ctx, c, node, "uploading the kubeadm config", "kubeadm init phase upload-config kubeadm --config "+shell.Quote(configPath))
+	_, err := must(ctx, c, node, "uploading the kubeadm config", scripts.Legacy("kubeadm init phase upload-config kubeadm --config "+shell.Quote(configPath)))
 	return err
 }
 
@@ -324,7 +325,7 @@ func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, k
 		// the cluster.
 		seen, _ := readNode(ctx, conn, clusterSeen{}, clusterSearch, func(c ssh.Executor) (clusterSeen, error) {
 			seen := clusterSeen{checked: true}
-			out, _, _ := query(ctx, c, check)
+			out, _, _ := query(ctx, c, scripts.Legacy(check))
 			switch strings.TrimSpace(out) {
 			case nodefacts.StateSetUp:
 				if kc, err := c.Read(ctx, adminConf); err == nil {
@@ -554,7 +555,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	if err != nil {
 		return err
 	}
-	state, _, err := query(ctx, c, in.memberCheck())
+	state, _, err := query(ctx, c, scripts.Legacy(in.memberCheck()))
 	if err != nil {
 		return err
 	}
@@ -601,7 +602,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	cfg := shell.Quote(in.ConfigPath)
 	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
 		"; [ $rc -eq 0 ] && touch " + nodefacts.JoinMarker + "; exit $rc"
-	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", cmd); err != nil {
+	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", scripts.Legacy(cmd)); err != nil {
 		return err
 	}
 	return awaitJoinedNetwork(ctx, cl, clNode, node)
@@ -622,7 +623,7 @@ func awaitSettledJoin(ctx context.Context, in KubeadmJoinArgs) error {
 // earlier up, and says whether there was one.
 func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
 	d := runsDir + "/" + name
-	out, _, err := query(ctx, c, "test -d "+shell.Quote(d)+" && echo pending")
+	out, _, err := query(ctx, c, scripts.Legacy("test -d "+shell.Quote(d)+" && echo pending"))
 	if err != nil || strings.TrimSpace(out) != "pending" {
 		return false, err
 	}
@@ -680,7 +681,7 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 		}
 	}
 	p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before the join (CAs kept, etcd data moved aside)", node)
-	out, err := mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs)
+	out, err := mustFinish(ctx, c, node, "resetting the interrupted join", scripts.Legacy(resetKeepingCAs))
 	reportAside(ctx, node, out)
 	return err
 }
@@ -736,7 +737,7 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh
 // nodeReady reports whether the cluster has a Node of that name reporting
 // Ready.
 func nodeReady(ctx context.Context, c ssh.Executor, node string) (bool, error) {
-	out, code, err := query(ctx, c, kubectl+" get node "+shell.Quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`)
+	out, code, err := query(ctx, c, scripts.Legacy(kubectl+" get node "+shell.Quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`))
 	if err != nil {
 		return false, err
 	}
@@ -760,7 +761,7 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Connection, last, joinRead, func(c ssh.Executor) (KubeadmJoinState, error) {
 		st := last
-		out, _, err := query(ctx, c, st.joinReadScript())
+		out, _, err := query(ctx, c, scripts.Legacy(st.joinReadScript()))
 		if err != nil {
 			return st, err
 		}
@@ -865,7 +866,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 		return infer.DeleteResponse{}, forgetNode(ctx, st, nil)
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, st.memberCheck())
+	out, _, err := query(ctx, c, scripts.Legacy(st.memberCheck()))
 	if err != nil {
 		return infer.DeleteResponse{}, err
 	}
@@ -888,9 +889,10 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	if err := forgetNode(ctx, st, stopKubelet); err != nil {
 		return infer.DeleteResponse{}, err
 	}
-	out, err = mustFinish(ctx, c, node, "kubeadm reset", etcdAsideScript+"\n"+
+	out, err = mustFinish(ctx, c, node, "kubeadm reset", scripts.Legacy(etcdAsideScript+"\n"+
 		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf "+
-		nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true")
+		nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true"))
+
 	reportAside(ctx, node, out)
 	return infer.DeleteResponse{}, err
 }
@@ -908,7 +910,7 @@ func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error 
 		if drained != nil {
 			drained()
 		}
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Legacy(kubectl+" delete node "+name+" --ignore-not-found --wait=false")); err != nil {
 			p.GetLogger(ctx).Warning(err.Error())
 		}
 		cl.Close()

@@ -10,6 +10,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -169,7 +170,7 @@ func (j KubeadmJoinArgs) joinReadScript() string {
 }
 
 func readKubeletClient(ctx context.Context, c ssh.Executor) (nodefacts.KubeletClient, error) {
-	out, _, err := query(ctx, c, nodefacts.KubeletClientScript)
+	out, _, err := query(ctx, c, scripts.Legacy(nodefacts.KubeletClientScript))
 	if err != nil {
 		return nodefacts.KubeletClient{}, err
 	}
@@ -252,7 +253,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 		// A link replaced by rename, as the kubelet's store does: the
 		// kubelet never finds the name missing.
 		link := nodefacts.KubeletPKIDir + "/.kubelet-client-current.homelab"
-		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, "ln -sfn "+shell.Quote(pair)+" "+shell.Quote(link)+" && mv -Tf "+shell.Quote(link)+" "+shell.Quote(nodefacts.KubeletClientCert)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, scripts.Legacy("ln -sfn "+shell.Quote(pair)+" "+shell.Quote(link)+" && mv -Tf "+shell.Quote(link)+" "+shell.Quote(nodefacts.KubeletClientCert))); err != nil {
 			return plan, err
 		}
 	}
@@ -263,7 +264,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 		if rerr := c.Upload(ctx, kubeletConf, conf, 0o600); rerr != nil {
 			return plan, fmt.Errorf("%s: %w; putting the embedded kubelet.conf back failed too: %v", node, err, rerr)
 		}
-		if _, rerr := mustFinish(ctx, c, node, "restarting the kubelet on its embedded kubelet.conf", "systemctl restart kubelet"); rerr != nil {
+		if _, rerr := mustFinish(ctx, c, node, "restarting the kubelet on its embedded kubelet.conf", scripts.Legacy("systemctl restart kubelet")); rerr != nil {
 			return plan, fmt.Errorf("%s: %w; kubelet.conf is the embedded one again, but restarting the kubelet on it failed: %v", node, err, rerr)
 		}
 		return plan, fmt.Errorf("%s: %w: its kubelet.conf is the embedded one again, and the kubelet restarted on it", node, err)
@@ -284,7 +285,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 // credentials, and its Node reports Ready. cl is a control-plane node
 // whose admin.conf the API answers to.
 func restartKubelet(ctx context.Context, c, cl ssh.Executor, clNode, node string) error {
-	if _, err := mustFinish(ctx, c, node, "restarting the kubelet", "systemctl restart kubelet"); err != nil {
+	if _, err := mustFinish(ctx, c, node, "restarting the kubelet", scripts.Legacy("systemctl restart kubelet")); err != nil {
 		return err
 	}
 	pr := probesOf(ctx)

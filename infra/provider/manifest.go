@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
@@ -84,7 +85,7 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, manifestRead, func(c ssh.Executor) (ManifestState, error) {
 		st := last
-		out, err := queryAPI(ctx, c, kubectl+" get "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found")
+		out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" get "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found"))
 		var refused *apiRefused
 		if errors.As(err, &refused) {
 			return st, unanswered(fmt.Errorf("its API: %w", err))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/helmrelease"
 	"github.com/homelab-dev/homelab/infra/readiness"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -236,7 +237,7 @@ func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node strin
 	log := p.GetLogger(ctx)
 	last := ""
 	for {
-		out, code, err := query(ctx, cl, joinedNodeReady(node))
+		out, code, err := query(ctx, cl, scripts.Legacy(joinedNodeReady(node)))
 		cond := strings.TrimSpace(out)
 		switch {
 		case err != nil:

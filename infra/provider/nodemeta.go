@@ -11,6 +11,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
@@ -84,7 +85,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	wait := kubectl + " get node " + name + " >/dev/null"
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, code, err := query(ctx, c, wait)
+		_, code, err := query(ctx, c, scripts.Legacy(wait))
 		if err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	if len(cmds) == 0 {
 		return nil
 	}
-	_, err = must(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, strings.Join(cmds, " && "))
+	_, err = must(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, scripts.Legacy(strings.Join(cmds, " && ")))
 	return err
 }
 

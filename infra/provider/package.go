@@ -11,6 +11,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -233,7 +234,7 @@ func (l live) state(in PackageArgs) PackageState {
 }
 
 func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, error) {
-	out, _, err := query(ctx, c, packageQuery(in))
+	out, _, err := query(ctx, c, scripts.Legacy(packageQuery(in)))
 	if err != nil {
 		return live{}, fmt.Errorf("%s: reading %s: %w", in.Connection.Node, strings.Join(in.Names, ", "), err)
 	}
@@ -348,7 +349,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 	if st.Status == PackageNotHeld {
 		// Installed at the pin by someone else (or before the hold was
 		// ours): holding them is all that is due.
-		if _, err := must(ctx, c, node, "holding "+strings.Join(in.Names, ", "), holdCommand(in)); err != nil {
+		if _, err := must(ctx, c, node, "holding "+strings.Join(in.Names, ", "), scripts.Legacy(holdCommand(in))); err != nil {
 			return PackageState{}, err
 		}
 		if l, err = readPackage(ctx, c, in); err != nil {
@@ -360,7 +361,8 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		// Detached: apt cut off half-way leaves dpkg locked and packages
 		// half configured.
 		if _, err := runDetached(ctx, c, node, aptRun, "installing "+strings.Join(in.Names, ", ")+" "+in.Version+
-			" (apt needs the node to reach its repository; an offline node needs a local mirror)", installScript(in)); err != nil {
+			" (apt needs the node to reach its repository; an offline node needs a local mirror)", scripts.Legacy(
+			installScript(in))); err != nil {
 			return PackageState{}, err
 		}
 		if l, err = readPackage(ctx, c, in); err != nil {
@@ -371,7 +373,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		}
 	}
 	if in.Restart != "" && (changed || in.Trigger != old.Trigger) {
-		if _, err := must(ctx, c, node, "restarting "+in.Restart, "systemctl restart "+shell.Quote(in.Restart)); err != nil {
+		if _, err := must(ctx, c, node, "restarting "+in.Restart, scripts.Legacy("systemctl restart "+shell.Quote(in.Restart))); err != nil {
 			return PackageState{}, err
 		}
 	}

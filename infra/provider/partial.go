@@ -9,6 +9,7 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -37,7 +38,7 @@ var partialScript = nodefacts.PresenceScript(append(nodefacts.Files(nodefacts.In
 	nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}, nodefacts.Trace{Path: nodefacts.RestoreAsideDir, Kind: nodefacts.Dir})...)
 
 func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
-	out, _, err := query(ctx, c, partialScript)
+	out, _, err := query(ctx, c, scripts.Legacy(partialScript))
 	if err != nil {
 		return partialFacts{}, err
 	}
@@ -112,7 +113,7 @@ fi
 func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath string) error {
 	p.GetLogger(ctx).Warningf("%s: set up once (its completion marker is there) but missing kubeadm's files, and no other control-plane node serves the cluster: "+
 		"repairing it over its etcd data (kubeadm init phase for what is missing), never a reset", node)
-	out, err := mustFinish(ctx, c, node, "repairing the control plane", repairScript(configPath))
+	out, err := mustFinish(ctx, c, node, "repairing the control plane", scripts.Legacy(repairScript(configPath)))
 	if err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath strin
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probesOf(ctx).timeout)
 	defer cancel()
 	for {
-		if _, code, err := query(wctx, c, kubectl+" get --raw=/readyz >/dev/null 2>&1"); err == nil && code == 0 {
+		if _, code, err := query(wctx, c, scripts.Legacy(kubectl+" get --raw=/readyz >/dev/null 2>&1")); err == nil && code == 0 {
 			return nil
 		}
 		select {
@@ -173,7 +174,7 @@ func bootstrapPlan(ctx context.Context, conn Connection) (risk, repair string) {
 		return "", ""
 	}
 	defer c.Close()
-	state, _, err := query(ctx, c, initState())
+	state, _, err := query(ctx, c, scripts.Legacy(initState()))
 	if err != nil || strings.TrimSpace(state) != nodefacts.StatePartial {
 		return "", ""
 	}

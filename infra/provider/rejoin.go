@@ -9,6 +9,7 @@ import (
 
 	p "github.com/pulumi/pulumi-go-provider"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -52,7 +53,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 			p.GetLogger(ctx).Infof("%s: its Node is still Ready but its lease was not renewed: the previous machine is gone", node)
 		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, kubectl+" delete node "+name+" --ignore-not-found --wait=false"); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Legacy(kubectl+" delete node "+name+" --ignore-not-found --wait=false")); err != nil {
 			return err
 		}
 	}
@@ -108,7 +109,7 @@ func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bo
 // readLease is when the node's kubelet last renewed its Lease and the
 // Lease's duration in seconds, as the API has them ("" when there is none).
 func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew string, duration int, err error) {
-	out, code, err := query(ctx, cl, kubectl+" -n kube-node-lease get lease "+shell.Quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'")
+	out, code, err := query(ctx, cl, scripts.Legacy(kubectl+" -n kube-node-lease get lease "+shell.Quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'"))
 	if err != nil {
 		return "", 0, err
 	}
@@ -132,8 +133,9 @@ func livePeer(ctx context.Context, peers []Connection) (*Connection, error) {
 			unsure = append(unsure, fmt.Sprintf("%s is unreachable (%v)", peer.Node, err))
 			continue
 		}
-		out, _, err := query(ctx, c, "if test -f "+adminConf+" && "+kubectl+" get --raw=/readyz >/dev/null 2>&1; then echo live; "+
-			"elif test -d "+nodefacts.EtcdMemberDir+"; then echo data; else echo none; fi")
+		out, _, err := query(ctx, c, scripts.Legacy("if test -f "+adminConf+" && "+kubectl+" get --raw=/readyz >/dev/null 2>&1; then echo live; "+
+			"elif test -d "+nodefacts.EtcdMemberDir+"; then echo data; else echo none; fi"))
+
 		c.Close()
 		if err != nil {
 			unsure = append(unsure, fmt.Sprintf("%s: %v", peer.Node, err))

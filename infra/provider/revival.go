@@ -9,6 +9,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -252,7 +253,7 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 // keeps them.
 func expiryOn(ctx context.Context) func(c ssh.Executor) (map[string]string, error) {
 	return func(c ssh.Executor) (map[string]string, error) {
-		out, _, err := query(ctx, c, nodefacts.ExpiryScript)
+		out, _, err := query(ctx, c, scripts.Legacy(nodefacts.ExpiryScript))
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +348,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 			continue
 		}
 		conns[node] = c
-		out, _, err := query(ctx, c, nodefacts.ExpiryScript)
+		out, _, err := query(ctx, c, scripts.Legacy(nodefacts.ExpiryScript))
 		if err != nil {
 			return st, fmt.Errorf("%s: reading its certificates: %w", node, err)
 		}
@@ -380,7 +381,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 	// the node (an external CA), and no quorum would ever come.
 	var left []string
 	for _, rn := range rv.Nodes {
-		out, _, err := query(ctx, conns[rn.Node], nodefacts.ExpiryScript)
+		out, _, err := query(ctx, conns[rn.Node], scripts.Legacy(nodefacts.ExpiryScript))
 		if err != nil {
 			return st, fmt.Errorf("%s: reading its certificates: %w", rn.Node, err)
 		}
@@ -394,7 +395,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 		return st, fmt.Errorf("the revival did not renew everything, so nothing was restarted: %s", strings.Join(left, "; "))
 	}
 	for _, rn := range rv.Nodes {
-		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), reviveRestart()); err != nil {
+		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), scripts.Legacy(reviveRestart())); err != nil {
 			return st, err
 		}
 	}

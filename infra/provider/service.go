@@ -6,6 +6,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -52,7 +53,7 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	}
 	defer c.Close()
 	node, unit := in.Connection.Node, shell.Quote(in.Name)
-	if _, err := must(ctx, c, node, "enabling "+in.Name, "systemctl enable "+unit); err != nil {
+	if _, err := must(ctx, c, node, "enabling "+in.Name, scripts.Legacy("systemctl enable "+unit)); err != nil {
 		return err
 	}
 	verb := "start"
@@ -60,7 +61,7 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 		verb = "restart"
 	}
 	return movingEndpoint(in.Name, func() error {
-		_, err := must(ctx, c, node, verb+"ing "+in.Name, "systemctl "+verb+" "+unit)
+		_, err := must(ctx, c, node, verb+"ing "+in.Name, scripts.Legacy("systemctl "+verb+" "+unit))
 		return err
 	})
 }
@@ -86,7 +87,7 @@ func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, Serv
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, serviceRead, func(c ssh.Executor) (ServiceState, error) {
 		st := req.State
-		out, _, err := query(ctx, c, "systemctl is-enabled "+shell.Quote(st.Name)+"; systemctl is-active "+shell.Quote(st.Name))
+		out, _, err := query(ctx, c, scripts.Legacy("systemctl is-enabled "+shell.Quote(st.Name)+"; systemctl is-active "+shell.Quote(st.Name)))
 		if err != nil {
 			return st, err
 		}
@@ -148,7 +149,7 @@ func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]
 	}
 	defer c.Close()
 	return infer.DeleteResponse{}, movingEndpoint(req.State.Name, func() error {
-		_, err := must(ctx, c, node, "stopping "+req.State.Name, "systemctl disable --now "+shell.Quote(req.State.Name))
+		_, err := must(ctx, c, node, "stopping "+req.State.Name, scripts.Legacy("systemctl disable --now "+shell.Quote(req.State.Name)))
 		return err
 	})
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
@@ -71,7 +72,7 @@ func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token strin
 // deleteToken removes the node's join token once its join is over.
 func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) error {
 	id, _, _ := strings.Cut(token, ".")
-	_, err := must(ctx, c, viaNode, "deleting a join token", kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null")
+	_, err := must(ctx, c, viaNode, "deleting a join token", scripts.Legacy(kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null"))
 	return err
 }
 
@@ -79,7 +80,8 @@ func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) err
 // always makes one): right after a new cluster's init no other exists, and
 // nothing here uses it, since every join brings its own.
 func deleteInitTokens(ctx context.Context, c ssh.Executor, node string) error {
-	_, err := must(ctx, c, node, "deleting kubeadm init's bootstrap token",
-		kubectl+" -n kube-system delete secrets --field-selector type="+string(corev1.SecretTypeBootstrapToken)+" >/dev/null")
+	_, err := must(ctx, c, node, "deleting kubeadm init's bootstrap token", scripts.Legacy(
+		kubectl+" -n kube-system delete secrets --field-selector type="+string(corev1.SecretTypeBootstrapToken)+" >/dev/null"))
+
 	return err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -231,7 +232,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 	read := eachNode(conns, func(conn Connection) versionsRead {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
 			k := known[conn.Node]
-			out, _, err := query(ctx, c, nodefacts.VersionsScriptFor(k.KubeletStamp, k.Kubelet))
+			out, _, err := query(ctx, c, scripts.Legacy(nodefacts.VersionsScriptFor(k.KubeletStamp, k.Kubelet)))
 			return nodefacts.ParseVersions(out), err
 		})
 		if failed && err == nil {
@@ -252,7 +253,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 			continue
 		}
 		cv, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (string, error) {
-			out, err := queryAPI(ctx, c, kubectl+" -n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'")
+			out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" -n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'"))
 			return nodefacts.ClusterConfigVersion(out), err
 		})
 		if !failed && err == nil {
@@ -538,14 +539,14 @@ func (u *upgrader) snapshot(ctx context.Context, ex ssh.Executor, node string) e
 		return fmt.Errorf("the etcd snapshot taken before the upgrade does not check: %w", err)
 	}
 	path := fmt.Sprintf("%s/before-upgrade-%s-%s.db", etcdsnapshot.Dir, u.in.Target, time.Now().UTC().Format(etcdsnapshot.TimeFormat))
-	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, "mkdir -p -m 0700 "+shell.Quote(etcdsnapshot.Dir)); err != nil {
+	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, scripts.Legacy("mkdir -p -m 0700 "+shell.Quote(etcdsnapshot.Dir))); err != nil {
 		return err
 	}
 	if err := ex.Upload(ctx, path, data, 0o600); err != nil {
 		return fmt.Errorf("keeping the etcd snapshot: %w", err)
 	}
 	p.GetLogger(ctx).Infof("%s: etcd snapshot before the upgrade kept at %s (%d bytes); `homelab etcd restore --from` takes it back", node, path, len(data))
-	out, err := must(ctx, ex, node, "pruning the snapshots of earlier upgrades", pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots))
+	out, err := must(ctx, ex, node, "pruning the snapshots of earlier upgrades", scripts.Legacy(pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots)))
 	if err != nil {
 		return err
 	}
@@ -580,11 +581,11 @@ func (u *upgrader) install(ctx context.Context, ex ssh.Executor, node string, na
 	if err := uploadRepository(ctx, ex, node, in.Repository); err != nil {
 		return err
 	}
-	_, err := runDetached(ctx, ex, node, aptRun, "installing "+strings.Join(names, ", ")+" "+in.Version, installScript(in))
+	_, err := runDetached(ctx, ex, node, aptRun, "installing "+strings.Join(names, ", ")+" "+in.Version, scripts.Legacy(installScript(in)))
 	return err
 }
 
-func (u *upgrader) kubeadm(ctx context.Context, ex ssh.Executor, node, what, cmd string) error {
+func (u *upgrader) kubeadm(ctx context.Context, ex ssh.Executor, node, what string, cmd scripts.Script) error {
 	out, err := runDetached(ctx, ex, node, upgradeRun, what, cmd)
 	if err != nil {
 		return err
@@ -634,7 +635,7 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node st
 		cmd := "kubeadm upgrade node --certificate-renewal=false" + preflightFlag(u.ignore())
 		if s.Action == upgrade.Apply {
 			// kubeadm's own check of what it is about to do, read-only.
-			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, "kubeadm upgrade plan "+shell.Quote(u.in.Target)+preflightFlag(u.ignore())); err != nil {
+			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, scripts.Legacy("kubeadm upgrade plan "+shell.Quote(u.in.Target)+preflightFlag(u.ignore()))); err != nil {
 				return err
 			}
 			// Certificates are up's to renew (cluster.certificates).
@@ -645,7 +646,7 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node st
 		// the address off as it stops), or the endpoint would answer
 		// nothing until the health check moved it, seconds later.
 		return u.withVIPHandedOver(ctx, ex, node, func() error {
-			if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
+			if err := u.kubeadm(ctx, ex, node, cmd, scripts.Legacy(cmd)); err != nil {
 				return err
 			}
 			return u.healthy(ctx, ex, node, true)
@@ -669,7 +670,7 @@ func (u *upgrader) withVIPHandedOver(ctx context.Context, ex ssh.Executor, node 
 		defer func() {
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepalivedBackBound)
 			defer cancel()
-			if _, err := must(bctx, ex, node, "starting keepalived again", "systemctl start keepalived"); err != nil {
+			if _, err := must(bctx, ex, node, "starting keepalived again", scripts.Legacy("systemctl start keepalived")); err != nil {
 				p.GetLogger(ctx).Warningf("%v: the node takes no part in holding the VIP until keepalived runs again (systemctl start keepalived, or the next up)", err)
 			}
 		}()
@@ -685,11 +686,11 @@ func (u *upgrader) handOverVIP(ctx context.Context, ex ssh.Executor, node string
 	if err != nil || net.ParseIP(vip) == nil || vip == u.conns[node].Host {
 		return false, nil // a DNS name, or the node's own address (single-ip)
 	}
-	out, _, err := query(ctx, ex, "ip -o addr show | grep -qw "+shell.Quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds")
+	out, _, err := query(ctx, ex, scripts.Legacy("ip -o addr show | grep -qw "+shell.Quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds"))
 	if err != nil || strings.TrimSpace(out) != "holds" {
 		return false, err
 	}
-	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", "systemctl stop keepalived"); err != nil {
+	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", scripts.Legacy("systemctl stop keepalived")); err != nil {
 		return false, err
 	}
 	p.GetLogger(ctx).Infof("%s: holds the VIP %s: keepalived stopped while its control plane is upgraded, so another node serves the endpoint", node, vip)
@@ -706,7 +707,7 @@ func (u *upgrader) healthy(ctx context.Context, ex ssh.Executor, node string, up
 		server := "https://" + strings.TrimSuffix(a.Address, ".") + ":" + fmt.Sprint(a.port())
 		deadline := time.Now().Add(probesOf(ctx).timeout)
 		for {
-			out, err := queryAPI(ctx, ex, kubectl+" --server "+shell.Quote(server)+" get --raw /version")
+			out, err := queryAPI(ctx, ex, scripts.Legacy(kubectl+" --server "+shell.Quote(server)+" get --raw /version"))
 			if err == nil && strings.Contains(strings.ReplaceAll(out, " ", ""), `"gitVersion":"`+u.in.Target+`"`) {
 				break
 			}
@@ -741,14 +742,14 @@ func (u *upgrader) kubelet(ctx context.Context, node string, worker bool) error 
 				return err
 			}
 			cmd := "kubeadm upgrade node" + preflightFlag(u.ignore())
-			if err := u.kubeadm(ctx, ex, node, cmd, cmd); err != nil {
+			if err := u.kubeadm(ctx, ex, node, cmd, scripts.Legacy(cmd)); err != nil {
 				return err
 			}
 		}
 		if err := u.install(ctx, ex, node, "kubelet", "kubectl"); err != nil {
 			return err
 		}
-		_, err := must(ctx, ex, node, "restarting the kubelet", "systemctl daemon-reload && systemctl restart kubelet")
+		_, err := must(ctx, ex, node, "restarting the kubelet", scripts.Legacy("systemctl daemon-reload && systemctl restart kubelet"))
 		return err
 	})
 	if err != nil {
@@ -790,8 +791,9 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 	if r.ExitCode == 0 {
 		return nil
 	}
-	left, _, _ := query(ctx, api, kubectl+" get pods -A --field-selector spec.nodeName="+shell.Quote(node)+
-		` -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].kind!="DaemonSet")]}{.metadata.namespace}/{.metadata.name} {end}'`)
+	left, _, _ := query(ctx, api, scripts.Legacy(kubectl+" get pods -A --field-selector spec.nodeName="+shell.Quote(node)+
+		` -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].kind!="DaemonSet")]}{.metadata.namespace}/{.metadata.name} {end}'`))
+
 	var pods []string
 	for _, pod := range strings.Fields(left) {
 		if !strings.HasPrefix(pod, "kube-system/etcd-") && !strings.HasPrefix(pod, "kube-system/kube-") {
@@ -807,7 +809,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 func (u *upgrader) readyAt(ctx context.Context, api ssh.Executor, node string) error {
 	deadline := time.Now().Add(probesOf(ctx).timeout)
 	for {
-		out, _, err := query(ctx, api, kubectl+" get node "+shell.Quote(node)+` -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}'`)
+		out, _, err := query(ctx, api, scripts.Legacy(kubectl+" get node "+shell.Quote(node)+` -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}'`))
 		if err == nil && strings.TrimSpace(out) == u.in.Target+" True" {
 			return nil
 		}
