@@ -51,6 +51,8 @@ func (s Script) Name() string { return s.name }
 // String is the whole script: name line, header and body.
 func (s Script) String() string { return s.text }
 
+// templates share one namespace, so one script can include another
+// ({{template "nodefacts/expiry" .}}) rather than be glued to it in Go.
 var templates = parse()
 
 // funcs are the only helpers a script template has. q makes a value one
@@ -69,6 +71,7 @@ var funcs = template.FuncMap{
 }
 
 func parse() map[string]*template.Template {
+	root := template.New("").Funcs(funcs).Option("missingkey=error")
 	out := map[string]*template.Template{}
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -79,7 +82,7 @@ func parse() map[string]*template.Template {
 			return err
 		}
 		name := strings.TrimSuffix(p, ".sh")
-		t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(string(b))
+		t, err := root.New(name).Parse(string(b))
 		if err != nil {
 			return err
 		}
