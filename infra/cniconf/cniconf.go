@@ -194,11 +194,7 @@ func MissingPlugins(n Network, exists func(path string) bool, binDir string) []s
 	return out
 }
 
-// ListCommand lists ConfDir on a node, directories marked with a trailing
-// slash, for FromListing; a missing directory lists nothing.
-const ListCommand = "ls -1Ap " + ConfDir + " 2>/dev/null; true"
-
-// FromListing is Choose over ListCommand's output: the network a node's
+// FromListing is Choose over the cni/list script's output: the network a node's
 // runtime would load, read is called for the files it needs.
 func FromListing(listing []byte, read func(name string) ([]byte, error)) (Network, error) {
 	var entries []Entry

@@ -19,7 +19,6 @@ import (
 var stillInline = map[string]int{
 	"infra/adopt/adopt.go":            1,
 	"infra/adopt/live.go":             1,
-	"infra/cniconf/node.go":           1,
 	"infra/doctor/node.go":            2,
 	"infra/doctor/snapshots.go":       1,
 	"infra/etcdbackup/restore.go":     4,
