@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/etcdbackup"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
@@ -20,35 +22,52 @@ type snapshotFacts struct {
 	age         time.Duration
 }
 
-// snapshotScript is read-only: the timer's state, how many snapshots the
-// node keeps, and the newest's age by the node's own clock.
-var snapshotScript = `echo "timer=$(systemctl is-active ` + etcdsnapshot.Timer + ` 2>/dev/null)"
-now=$(date +%s)
-cd ` + etcdsnapshot.Dir + ` 2>/dev/null || exit 0
-n=0; newest=
-for f in $(ls -1 | grep -E '` + etcdsnapshot.NamePattern + `' | sort); do n=$((n+1)); newest=$f; done
-echo "count=$n"
-[ -n "$newest" ] && echo "newest=$newest $((now - $(stat -c %Y "$newest")))"
-true`
+// snapshotsArgs are doctor/snapshots': the timer, and where and how the
+// timer names the snapshots it keeps.
+type snapshotsArgs struct {
+	Timer string
+	etcdbackup.ListingArgs
+}
+
+// snapshotScript reads, read-only, the timer's state, the node's clock and
+// its snapshots.
+func snapshotScript() scripts.Script {
+	return scripts.Render("doctor/snapshots", snapshotsArgs{Timer: etcdsnapshot.Timer, ListingArgs: etcdbackup.Listing})
+}
 
 func readSnapshots(ctx context.Context, c *ssh.Client) *snapshotFacts {
-	res, err := c.Query(ctx, snapshotScript)
+	res, err := c.Query(ctx, snapshotScript().String())
 	if err != nil || res.ExitCode != 0 {
 		return &snapshotFacts{}
 	}
+	return parseSnapshots(string(res.Stdout))
+}
+
+// parseSnapshots reads doctor/snapshots' answer; the newest snapshot's
+// age is by the node's own clock, so a skewed laptop clock cannot age it.
+func parseSnapshots(stdout string) *snapshotFacts {
 	s := &snapshotFacts{read: true}
-	for _, line := range strings.Split(string(res.Stdout), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		switch k {
+	var now int64
+	var listing strings.Builder
+	for _, line := range strings.Split(stdout, "\n") {
+		switch k, v, _ := strings.Cut(line, "="); k {
 		case "timer":
 			s.timerActive = v == "active"
-		case "count":
-			s.count, _ = strconv.Atoi(v)
-		case "newest":
-			name, secs, _ := strings.Cut(v, " ")
-			n, _ := strconv.Atoi(secs)
-			s.newest, s.age = name, time.Duration(n)*time.Second
+		case "now":
+			now, _ = strconv.ParseInt(v, 10, 64)
+		default:
+			listing.WriteString(line + "\n")
 		}
+	}
+	listed, err := etcdsnapshot.ParseListing(listing.String())
+	if err != nil {
+		// Not the timer's: doctor judges what the timer keeps.
+		return &snapshotFacts{}
+	}
+	s.count = len(listed)
+	if len(listed) > 0 {
+		s.newest = listed[0].Name
+		s.age = time.Duration(now-listed[0].MTime.Unix()) * time.Second
 	}
 	return s
 }

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 )
 
@@ -74,40 +73,42 @@ type onNode struct {
 // NodeSnapshots lists a node's scheduled snapshots, newest first, with
 // their modification times: read-only.
 func listOnNode(ctx context.Context, n *node) ([]onNode, error) {
-	r, err := n.c.Query(ctx, "cd "+etcdsnapshot.Dir+" 2>/dev/null || exit 0; for f in $(ls -1 | grep -E '"+etcdsnapshot.NamePattern+"'); do echo \"$(stat -c %Y \"$f\") $f\"; done")
+	r, err := n.c.Query(ctx, ListingScript().String())
 	if err != nil {
 		return nil, err
 	}
 	return parseListing(n, string(r.Stdout))
 }
 
-// snapshotName is the one kind of name the timer writes. The node's grep
-// filters with the same pattern, but what comes back is the node's word:
-// the name becomes part of a local path, so it is checked here, where a
-// compromised node cannot skip the check.
-var snapshotName = regexp.MustCompile(etcdsnapshot.NamePattern)
+// ListingArgs are the etcd/snapshots script's: where the timer saves
+// snapshots and the names it gives them. A script that includes the
+// listing (homelab doctor's) embeds them.
+type ListingArgs struct{ Dir, Pattern string }
+
+// Listing is where the snapshot timer keeps its snapshots, as
+// etcd/snapshots is given it.
+var Listing = ListingArgs{Dir: etcdsnapshot.Dir, Pattern: etcdsnapshot.NamePattern}
+
+// ListingScript lists a node's scheduled snapshots for
+// etcdsnapshot.ParseListing.
+func ListingScript() scripts.Script { return scripts.Render("etcd/snapshots", Listing) }
 
 // errForeignListing is a listing no timer of ours wrote: Fetch stops
 // rather than trusting that node for anything else.
-var errForeignListing = errors.New("lists what the snapshot timer never writes")
+var errForeignListing = etcdsnapshot.ErrForeignLine
 
-// parseListing reads listOnNode's "MTIME NAME" lines; anything else is
-// refused, never skipped.
+// parseListing reads listOnNode's lines; anything else is refused, never
+// skipped (etcdsnapshot.ParseListing).
 func parseListing(n *node, stdout string) ([]onNode, error) {
-	var out []onNode
-	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		if line == "" {
-			continue
-		}
-		ts, name, _ := strings.Cut(line, " ")
-		sec, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil || !snapshotName.MatchString(name) {
-			return nil, fmt.Errorf("%s %w in %s: %q is not \"MTIME snapshot-YYYYMMDDTHHMMSSZ.db\"; nothing was fetched: look at what wrote that directory on %s",
-				n.Name, errForeignListing, etcdsnapshot.Dir, line, n.Name)
-		}
-		out = append(out, onNode{node: n, name: name, at: time.Unix(sec, 0)})
+	listed, err := etcdsnapshot.ParseListing(stdout)
+	if err != nil {
+		return nil, fmt.Errorf("%s lists what the snapshot timer never writes in %s: %w; nothing was fetched: look at what wrote that directory on %s",
+			n.Name, etcdsnapshot.Dir, err, n.Name)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name > out[j].name })
+	out := make([]onNode, len(listed))
+	for i, l := range listed {
+		out[i] = onNode{node: n, name: l.Name, at: l.MTime}
+	}
 	return out, nil
 }
 
