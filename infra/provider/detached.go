@@ -13,7 +13,6 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // runsDir holds a detached run per step on the node: its pid while it
@@ -67,8 +66,7 @@ func runDetached(ctx context.Context, c ssh.Executor, node, name, what string, s
 	d := runsDir + "/" + name
 	sum := sha256.Sum256([]byte(cmd))
 	tag := hex.EncodeToString(sum[:8])
-	start := detachedStart(d, tag, cmd)
-	out, err := must(ctx, c, node, what, scripts.Legacy(start))
+	out, err := must(ctx, c, node, what, detachedStart(d, tag, cmd))
 	if err != nil {
 		return "", err
 	}
@@ -81,37 +79,29 @@ func runDetached(ctx context.Context, c ssh.Executor, node, name, what string, s
 	return awaitDetached(ctx, c, node, what, d)
 }
 
-// detachedStart starts cmd detached in d, unless a run of it is there.
-// What a run prints (join commands, tokens, certificate keys) is root's
-// only: d and its files are made under umask 077 and d is 0700 even when
-// an older version made it (its parents keep the node's umask). The
-// command itself gets the node's own umask back (u), since 077 would leak
-// into what apt and kubeadm create.
-func detachedStart(d, tag, cmd string) string {
-	return `set -e
-d=` + shell.Quote(d) + `
-u=$(umask)
-mkdir -p "$(dirname "$d")"
-umask 077
-mkdir -p "$d"
-chmod 700 "$d"
-if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running; exit 0; fi
-if [ -f "$d/rc" ] && [ "$(cat "$d/tag" 2>/dev/null)" = ` + tag + ` ]; then echo finished; exit 0; fi
-rm -f "$d/rc" "$d/out" "$d/pid"
-echo ` + tag + ` > "$d/tag"
-setsid sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; (umask "$2"; exec sh -c "$1") > "$0/out" 2>&1; echo $? > "$0/rc.tmp"; mv "$0/rc.tmp" "$0/rc"; rm -f "$0/pid"' "$d" ` + shell.Quote(cmd) + ` "$u" </dev/null >/dev/null 2>&1 &
-echo started`
+// detachedArgs are the values of the detached/ scripts.
+type detachedArgs struct {
+	// Dir is the run's directory under runsDir.
+	Dir string
+	// Tag names Cmd, a hash of its text (detached/start alone).
+	Tag string
+	// Cmd is what the run runs, a whole rendered script (detached/start
+	// alone): the node's sh runs it with its own name line and header.
+	Cmd string
+}
+
+// detachedStart starts cmd, a rendered script's text, detached in d,
+// unless a run of it is there.
+func detachedStart(d, tag, cmd string) scripts.Script {
+	return scripts.Render("detached/start", detachedArgs{Dir: d, Tag: tag, Cmd: cmd})
 }
 
 // awaitDetached polls for the run's exit code, then collects (removes) it.
 func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (string, error) {
-	poll := `d=` + shell.Quote(d) + `
-if [ -f "$d/rc" ]; then echo "rc=$(cat "$d/rc")"; cat "$d/out" 2>/dev/null
-elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then echo running
-elif [ -f "$d/pid" ]; then echo lost
-else echo starting; fi`
+	poll := scripts.Render("detached/poll", detachedArgs{Dir: d})
+	remove := scripts.Render("detached/remove", detachedArgs{Dir: d}).String()
 	for lost := 0; ; {
-		out, _, err := query(ctx, c, scripts.Legacy(poll))
+		out, _, err := query(ctx, c, poll)
 		if err != nil {
 			return "", fmt.Errorf("%s: waiting for %s: %w", node, what, err)
 		}
@@ -119,7 +109,7 @@ else echo starting; fi`
 		switch {
 		case strings.HasPrefix(first, "rc="):
 			rc, _ := strconv.Atoi(strings.TrimPrefix(first, "rc="))
-			if _, err := c.Run(ctx, "rm -rf "+shell.Quote(d)); err != nil {
+			if _, err := c.Run(ctx, remove); err != nil {
 				p.GetLogger(ctx).Warningf("%s: removing %s: %v", node, d, err)
 			}
 			if rc != 0 {
@@ -130,7 +120,7 @@ else echo starting; fi`
 			// Its process is gone without an exit code: the node rebooted
 			// under it. Give a racing start a moment, then say so.
 			if lost++; lost > 3 {
-				_, _ = c.Run(ctx, "rm -rf "+shell.Quote(d))
+				_, _ = c.Run(ctx, remove)
 				return "", fmt.Errorf("%s: %s stopped without finishing (the node rebooted?): run up again", node, what)
 			}
 		}
@@ -149,7 +139,7 @@ func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	e := &busyError{node: node, what: what, dir: d}
-	out, _, err := query(ctx, c, scripts.Legacy(`d=`+shell.Quote(d)+`; pid=$(cat "$d/pid" 2>/dev/null) && echo "$pid" && ps -o args= --ppid "$pid" -p "$pid" | tail -n 1`))
+	out, _, err := query(ctx, c, scripts.Render("detached/process", detachedArgs{Dir: d}))
 	if err == nil {
 		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
 		e.pid, e.cmd = strings.TrimSpace(pid), tail(redact(strings.TrimSpace(cmd)), 1)

@@ -22,7 +22,7 @@ import (
 func TestDetachedOutputIsPrivate(t *testing.T) {
 	d := filepath.Join(t.TempDir(), "runs", "kubeadm-init")
 	script := detachedStart(d, "0123456789abcdef", "echo token abc.def; umask; touch "+shell.Quote(filepath.Join(filepath.Dir(d), "made")))
-	if out, err := exec.Command("sh", "-c", "umask 022\n"+script).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "started" {
+	if out, err := exec.Command("sh", "-c", "umask 022\n"+script.String()).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "started" {
 		t.Fatalf("start: %v %s", err, out)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -64,8 +64,9 @@ func busyNode(t *testing.T, lab *fakeLab, node, name string) *fakeNode {
 	t.Cleanup(func() { detachedBound = old })
 	n := lab.node(node)
 	n.on("test -d '"+runsDir+"/"+name+"'", "pending\n", 0)
-	n.on(`if [ -f "$d/rc" ]`, "running\n", 0)
-	n.on("ps -o args=", "4242\nsh -c kubeadm join --config /etc/kubernetes/kubeadm/join.yaml\n", 0)
+	n.onScript("detached/start", "running\n", 0)
+	n.onScript("detached/poll", "running\n", 0)
+	n.onScript("detached/process", "4242\nsh -c kubeadm join --config /etc/kubernetes/kubeadm/join.yaml\n", 0)
 	// What a reset would run, should the step go on.
 	n.on("kubeadm reset", "", 0)
 	return n
@@ -103,7 +104,7 @@ func TestNoResetUnderARunningKubeadm(t *testing.T) {
 					t.Errorf("the refusal does not say %q: %v", want, err)
 				}
 			}
-			if n.asked("kubeadm reset") || n.asked("rm -rf") {
+			if n.asked("kubeadm reset") || n.asked("rm -rf") || n.ran("detached/remove") > 0 {
 				t.Errorf("reset or removed under a running kubeadm: %v", n.mutations())
 			}
 		})

@@ -1,0 +1,16 @@
+# Tells how the detached run in .Dir (detached/start) stands. Prints
+# "rc=N" followed by the run's output once it ended; "running"; "lost"
+# when its process is gone without an exit code (the node rebooted under
+# it); "starting" when its pid is not written yet. The exit status is not
+# read.
+d={{q .Dir}}
+if [ -f "$d/rc" ]; then
+	echo "rc=$(cat "$d/rc")"
+	cat "$d/out" 2>/dev/null
+elif [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then
+	echo running
+elif [ -f "$d/pid" ]; then
+	echo lost
+else
+	echo starting
+fi

@@ -1,0 +1,12 @@
+# homelab: detached/process
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Tells what the detached run in .Dir (detached/start) runs, for a user
+# to find and stop it: its wrapper's pid (its process group's), then the
+# command line of the command under it (of the wrapper while it has
+# none). The exit status is not read.
+d='/var/lib/homelab/runs/kubeadm-join'
+pid=$(cat "$d/pid" 2>/dev/null)
+echo "$pid"
+ps -o args= --ppid "$pid" -p "$pid" | tail -n 1
