@@ -109,7 +109,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	cp.onFunc("get --raw=/readyz", refusedOnce(""))
 	cp.on(`get node 'gpu-1' --ignore-not-found -o jsonpath='{.metadata.name}`, "", 0)
 	cp.onFunc("create -f -", refusedOnce(""))
-	cp.on("delete secret bootstrap-token-abcdef", "", 0)
+	cp.onScript("token/delete", "", 0)
 	cp.onFunc("get daemonset cilium --ignore-not-found", refusedOnce("daemonset.apps/cilium\n"))
 	polls := 0
 	cp.onFunc(joinedNodeReady("gpu-1"), func(string) (ssh.Result, error) {

@@ -47,6 +47,16 @@ func tokenSecret(token, node string, now time.Time) ([]byte, error) {
 // it goes to `kubectl create -f -` on stdin.
 func JoinTokenSecret(token, node string) ([]byte, error) { return tokenSecret(token, node, time.Now()) }
 
+// tokenArgs are the values of the token/ scripts.
+type tokenArgs struct {
+	// Kubectl is the kubectl command line of a control-plane node.
+	Kubectl string
+	// ID is the token's id, the part before its dot.
+	ID string
+	// Type is the bootstrap tokens' Secret type (token/delete-init).
+	Type string
+}
+
 // createToken makes the node's join token exist, fresh, on via. The token
 // travels on stdin, never on a command line (ps on the node would show
 // it), and `kubectl create` keeps no last-applied copy of it.
@@ -58,7 +68,7 @@ func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token strin
 	id, _, _ := strings.Cut(token, ".")
 	// Delete and create: the same again after a blip.
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
-		return c.RunInput(ctx, kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null && "+kubectl+" create -f - >/dev/null", manifest)
+		return c.RunInput(ctx, scripts.Render("token/create", tokenArgs{Kubectl: kubectl, ID: id}).String(), manifest)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: creating %s's join token: %w", viaNode, node, err)
@@ -72,7 +82,7 @@ func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token strin
 // deleteToken removes the node's join token once its join is over.
 func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) error {
 	id, _, _ := strings.Cut(token, ".")
-	_, err := must(ctx, c, viaNode, "deleting a join token", scripts.Legacy(kubectl+" -n kube-system delete secret bootstrap-token-"+id+" --ignore-not-found >/dev/null"))
+	_, err := must(ctx, c, viaNode, "deleting a join token", scripts.Render("token/delete", tokenArgs{Kubectl: kubectl, ID: id}))
 	return err
 }
 
@@ -80,8 +90,7 @@ func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) err
 // always makes one): right after a new cluster's init no other exists, and
 // nothing here uses it, since every join brings its own.
 func deleteInitTokens(ctx context.Context, c ssh.Executor, node string) error {
-	_, err := must(ctx, c, node, "deleting kubeadm init's bootstrap token", scripts.Legacy(
-		kubectl+" -n kube-system delete secrets --field-selector type="+string(corev1.SecretTypeBootstrapToken)+" >/dev/null"))
-
+	_, err := must(ctx, c, node, "deleting kubeadm init's bootstrap token",
+		scripts.Render("token/delete-init", tokenArgs{Kubectl: kubectl, Type: string(corev1.SecretTypeBootstrapToken)}))
 	return err
 }
