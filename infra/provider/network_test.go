@@ -107,7 +107,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	})
 	w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
 	cp.onFunc("get --raw=/readyz", refusedOnce(""))
-	cp.on(`get node 'gpu-1' --ignore-not-found -o jsonpath='{.metadata.name}`, "", 0)
+	cp.onScript("rejoin/node", "", 0)
 	cp.onFunc("create -f -", refusedOnce(""))
 	cp.onScript("token/delete", "", 0)
 	cp.onFunc("get daemonset cilium --ignore-not-found", refusedOnce("daemonset.apps/cilium\n"))

@@ -79,33 +79,37 @@ func reportAside(ctx context.Context, node, out string) {
 	}
 }
 
-// repairScript regenerates, over the node's etcd data, what a set-up
-// control-plane node lacks: the manifests an interrupted restore set
-// aside are put back first (they are the node's own), then kubeadm's
-// phases write whatever is still missing from the cluster's init config.
-// Nothing is deleted; a file present is never written over.
-func repairScript(configPath string) string {
-	cfg := shell.Quote(configPath)
-	var b strings.Builder
-	b.WriteString("set -e\n")
-	b.WriteString(`if [ -d ` + nodefacts.RestoreAsideDir + ` ]; then
-  for f in ` + nodefacts.RestoreAsideDir + `/*.yaml; do
-    [ -f "$f" ] || continue
-    [ -e ` + nodefacts.ManifestsDir + `/"${f##*/}" ] || { mv "$f" ` + nodefacts.ManifestsDir + `/; echo "put back ${f##*/}"; }
-  done
-  rmdir ` + nodefacts.RestoreAsideDir + ` 2>/dev/null || true
-fi
-`)
-	phase := func(file, args string) {
-		b.WriteString("[ -f " + file + " ] || { kubeadm init phase " + args + " --config " + cfg + " >/dev/null; echo 'wrote " + file + "'; }\n")
-	}
-	phase(nodefacts.AdminConf, "kubeconfig admin")
-	phase(nodefacts.Manifest(nodefacts.Etcd), "etcd local")
-	for _, c := range []string{nodefacts.KubeAPIServer, nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
-		phase(nodefacts.Manifest(c), "control-plane "+nodefacts.ComponentPhase[c])
-	}
-	return b.String()
+// repairArgs are bootstrap/repair's values.
+type repairArgs struct {
+	// Aside is where an interrupted restore set the manifests aside;
+	// Manifests is where they go back.
+	Aside, Manifests string
+	// Config is the cluster's init config on the node.
+	Config string
+	Phases []repairPhase
 }
+
+// repairPhase is a file a set-up control-plane node has, and the kubeadm
+// init phase that writes it.
+type repairPhase struct {
+	File, Phase string
+}
+
+// repairScript regenerates, over the node's etcd data, what a set-up
+// control-plane node lacks (bootstrap/repair).
+func repairScript(configPath string) scripts.Script {
+	a := repairArgs{Aside: nodefacts.RestoreAsideDir, Manifests: nodefacts.ManifestsDir, Config: configPath, Phases: []repairPhase{
+		{nodefacts.AdminConf, "kubeconfig admin"},
+		{nodefacts.Manifest(nodefacts.Etcd), "etcd local"},
+	}}
+	for _, c := range []string{nodefacts.KubeAPIServer, nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
+		a.Phases = append(a.Phases, repairPhase{nodefacts.Manifest(c), "control-plane " + nodefacts.ComponentPhase[c]})
+	}
+	return scripts.Render("bootstrap/repair", a)
+}
+
+// readyzArgs are bootstrap/readyz's values.
+type readyzArgs struct{ Kubectl string }
 
 // repairBootstrap repairs a set-up bootstrap node that lost files, and
 // waits (bounded) for its API: the cluster it serves is the one its etcd
@@ -113,7 +117,7 @@ fi
 func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath string) error {
 	p.GetLogger(ctx).Warningf("%s: set up once (its completion marker is there) but missing kubeadm's files, and no other control-plane node serves the cluster: "+
 		"repairing it over its etcd data (kubeadm init phase for what is missing), never a reset", node)
-	out, err := mustFinish(ctx, c, node, "repairing the control plane", scripts.Legacy(repairScript(configPath)))
+	out, err := mustFinish(ctx, c, node, "repairing the control plane", repairScript(configPath))
 	if err != nil {
 		return err
 	}
@@ -122,8 +126,9 @@ func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath strin
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probesOf(ctx).timeout)
 	defer cancel()
+	readyz := scripts.Render("bootstrap/readyz", readyzArgs{Kubectl: kubectl})
 	for {
-		if _, code, err := query(wctx, c, scripts.Legacy(kubectl+" get --raw=/readyz >/dev/null 2>&1")); err == nil && code == 0 {
+		if _, code, err := query(wctx, c, readyz); err == nil && code == 0 {
 			return nil
 		}
 		select {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // partialBootstrap is a single control-plane cluster's only node, read as
@@ -61,7 +62,7 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvAllowDestroy, "")
 			lab, n := partialBootstrap(t, tc.present...)
-			n.onFunc("kubeadm init phase", func(string) (ssh.Result, error) {
+			n.onScriptFunc("bootstrap/repair", func(string) (ssh.Result, error) {
 				n.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
 				return ssh.Result{Stdout: []byte("wrote " + adminConf + "\n")}, nil
 			})
@@ -85,7 +86,7 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 					t.Errorf("the repair lacks %q", want)
 				}
 			}
-			if tc.present[len(tc.present)-1] == nodefacts.RestoreAsideDir && !n.asked("mv \"$f\" "+nodefacts.ManifestsDir) {
+			if tc.present[len(tc.present)-1] == nodefacts.RestoreAsideDir && !n.asked("mv \"$f\" "+shell.Quote(nodefacts.ManifestsDir)) {
 				t.Error("the restore's set-aside manifests were not put back")
 			}
 			if st.ClusterUID != "uid-1" || st.AdminKubeconfig == "" || st.BootstrappedOn != "cp-1" {
@@ -104,10 +105,10 @@ func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 			t.Setenv(EnvAllowDestroy, allow)
 			lab, n := partialBootstrap(t, nodefacts.EtcdWALDir)
 			n.on("kubeadm reset", asidePrefix+nodefacts.EtcdAsideDir+"/20260101T000000Z/member\n", 0)
-			n.on(runsDir+"/"+initRun, "started\n", 0)
-			n.on(`if [ -f "$d/rc" ]`, "rc=0\n", 0)
-			n.on("rm -rf '"+runsDir+"/"+initRun+"'", "", 0)
-			n.on("delete secret", "", 0)
+			n.onScript("detached/start", "started\n", 0)
+			n.onScript("detached/poll", "rc=0\n", 0)
+			n.onScript("detached/remove", "", 0)
+			n.onScript("token/delete-init", "", 0)
 			n.on("get secrets", "", 0)
 			n.on(clusterUIDCmd, "uid-2", 0)
 			n.put(adminConf, "apiVersion: v1\n", 0o600)

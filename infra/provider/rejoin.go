@@ -12,9 +12,16 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// rejoinArgs are the values of the rejoin/ scripts.
+type rejoinArgs struct {
+	// Kubectl is the kubectl command line of a control-plane node.
+	Kubectl string
+	// Node is the name of the node a new machine joins as.
+	Node string
+}
 
 // forgetOldMachine removes what the machine a node had before left in the
 // cluster, before the node's new machine joins under the same name: its
@@ -27,9 +34,9 @@ import (
 // this node, and nothing is removed without consent.
 func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in KubeadmJoinArgs) error {
 	node := in.Connection.Node
-	name := shell.Quote(node)
+	args := rejoinArgs{Kubectl: kubectl, Node: node}
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
-		return cl.Query(ctx, kubectl+" get node "+name+` --ignore-not-found -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}'`)
+		return cl.Query(ctx, scripts.Render("rejoin/node", args).String())
 	})
 	if err != nil {
 		return err
@@ -53,7 +60,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 			p.GetLogger(ctx).Infof("%s: its Node is still Ready but its lease was not renewed: the previous machine is gone", node)
 		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Legacy(kubectl+" delete node "+name+" --ignore-not-found --wait=false")); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("rejoin/delete-node", args)); err != nil {
 			return err
 		}
 	}
@@ -109,7 +116,7 @@ func leaseRenewed(ctx context.Context, cl ssh.Executor, clNode, node string) (bo
 // readLease is when the node's kubelet last renewed its Lease and the
 // Lease's duration in seconds, as the API has them ("" when there is none).
 func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew string, duration int, err error) {
-	out, code, err := query(ctx, cl, scripts.Legacy(kubectl+" -n kube-node-lease get lease "+shell.Quote(node)+" --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'"))
+	out, code, err := query(ctx, cl, scripts.Render("rejoin/lease", rejoinArgs{Kubectl: kubectl, Node: node}))
 	if err != nil {
 		return "", 0, err
 	}
@@ -119,6 +126,11 @@ func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew
 	renew, secs, _ := strings.Cut(strings.TrimSpace(out), " ")
 	fmt.Sscan(secs, &duration)
 	return renew, duration, nil
+}
+
+// peerArgs are bootstrap/peer's values.
+type peerArgs struct {
+	Kubectl, AdminConf, MemberDir string
 }
 
 // livePeer is the first peer whose control plane answers: the cluster
@@ -133,9 +145,7 @@ func livePeer(ctx context.Context, peers []Connection) (*Connection, error) {
 			unsure = append(unsure, fmt.Sprintf("%s is unreachable (%v)", peer.Node, err))
 			continue
 		}
-		out, _, err := query(ctx, c, scripts.Legacy("if test -f "+adminConf+" && "+kubectl+" get --raw=/readyz >/dev/null 2>&1; then echo live; "+
-			"elif test -d "+nodefacts.EtcdMemberDir+"; then echo data; else echo none; fi"))
-
+		out, _, err := query(ctx, c, scripts.Render("bootstrap/peer", peerArgs{Kubectl: kubectl, AdminConf: adminConf, MemberDir: nodefacts.EtcdMemberDir}))
 		c.Close()
 		if err != nil {
 			unsure = append(unsure, fmt.Sprintf("%s: %v", peer.Node, err))

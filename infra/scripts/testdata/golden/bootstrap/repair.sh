@@ -1,0 +1,22 @@
+# homelab: bootstrap/repair
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Regenerates, over the node's etcd data, what a set-up control-plane
+# node lacks: the manifests an interrupted restore set aside (.Aside) are
+# put back first (they are the node's own), then kubeadm's phases write
+# whatever is still missing (.Phases) from the cluster's init config.
+# Nothing is deleted; a file present is never written over.
+# Prints "put back NAME" or "wrote PATH" for each file it brought back.
+if [ -d '/etc/kubernetes/manifests.homelab-restore' ]; then
+	for f in '/etc/kubernetes/manifests.homelab-restore'/*.yaml; do
+		[ -f "$f" ] || continue
+		[ -e '/etc/kubernetes/manifests'/"${f##*/}" ] || { mv "$f" '/etc/kubernetes/manifests'/; echo "put back ${f##*/}"; }
+	done
+	rmdir '/etc/kubernetes/manifests.homelab-restore' 2>/dev/null || true
+fi
+[ -f '/etc/kubernetes/admin.conf' ] || { kubeadm init phase kubeconfig admin --config '/etc/kubernetes/kubeadm/init.yaml' >/dev/null; echo wrote '/etc/kubernetes/admin.conf'; }
+[ -f '/etc/kubernetes/manifests/etcd.yaml' ] || { kubeadm init phase etcd local --config '/etc/kubernetes/kubeadm/init.yaml' >/dev/null; echo wrote '/etc/kubernetes/manifests/etcd.yaml'; }
+[ -f '/etc/kubernetes/manifests/kube-apiserver.yaml' ] || { kubeadm init phase control-plane apiserver --config '/etc/kubernetes/kubeadm/init.yaml' >/dev/null; echo wrote '/etc/kubernetes/manifests/kube-apiserver.yaml'; }
+[ -f '/etc/kubernetes/manifests/kube-controller-manager.yaml' ] || { kubeadm init phase control-plane controller-manager --config '/etc/kubernetes/kubeadm/init.yaml' >/dev/null; echo wrote '/etc/kubernetes/manifests/kube-controller-manager.yaml'; }
+[ -f '/etc/kubernetes/manifests/kube-scheduler.yaml' ] || { kubeadm init phase control-plane scheduler --config '/etc/kubernetes/kubeadm/init.yaml' >/dev/null; echo wrote '/etc/kubernetes/manifests/kube-scheduler.yaml'; }

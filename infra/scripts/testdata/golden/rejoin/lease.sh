@@ -1,0 +1,9 @@
+# homelab: rejoin/lease
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Reads the Lease of the node .Node, which its kubelet renews while it
+# runs. Prints its renew time and duration in seconds
+# ("2026-01-01T00:00:00.000000Z 40"), nothing when there is none; exits
+# non-zero when the API does not answer.
+kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-node-lease get lease 'gpu-1' --ignore-not-found -o jsonpath='{.spec.renewTime} {.spec.leaseDurationSeconds}'
