@@ -142,7 +142,23 @@ func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error
 	out, _, err := query(ctx, c, scripts.Render("detached/process", detachedArgs{Dir: d}))
 	if err == nil {
 		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
-		e.pid, e.cmd = strings.TrimSpace(pid), tail(redact(strings.TrimSpace(cmd)), 1)
+		e.pid, e.cmd = strings.TrimSpace(pid), scriptLine(tail(redact(strings.TrimSpace(cmd)), 1))
 	}
 	return e
+}
+
+// scriptLine cuts the command line of a run of a rendered script after
+// the script's name: ps shows the whole script on that line, header and
+// comments included, and its name is what tells a user what runs.
+func scriptLine(cmd string) string {
+	before, after, ok := strings.Cut(cmd, scripts.HeaderPrefix)
+	if !ok {
+		return cmd
+	}
+	if end := strings.IndexFunc(after, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || strings.ContainsRune("/-_.", r))
+	}); end >= 0 {
+		after = after[:end]
+	}
+	return before + scripts.HeaderPrefix + after
 }

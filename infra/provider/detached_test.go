@@ -110,3 +110,20 @@ func TestNoResetUnderARunningKubeadm(t *testing.T) {
 		})
 	}
 }
+
+// A run of a rendered script is named by its script: ps shows the whole
+// script on its command line, header and comments included.
+func TestBusyNamesTheScriptRunning(t *testing.T) {
+	lab := newFakeLab(t)
+	n := busyNode(t, lab, "gpu-1", joinRun)
+	n.onScript("detached/process", "4242\nsh -c # homelab: kubeadm/join set -eu # shellcheck disable=SC3040 (set -o pipefail) 2>/dev/null && set -o pipefail kubeadm join --config /etc/kubernetes/kubeadm/join.yaml\n", 0)
+	c, err := lab.dial(lab.ctx(), lab.conn("gpu-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = runningNow(lab.ctx(), c, "gpu-1", "kubeadm join", runsDir+"/"+joinRun)
+	if want := "(pid 4242: sh -c # homelab: kubeadm/join)"; !strings.Contains(err.Error(), want) {
+		t.Errorf("the refusal does not say %q: %v", want, err)
+	}
+}
