@@ -99,7 +99,7 @@ func detachedStart(d, tag, cmd string) scripts.Script {
 // awaitDetached polls for the run's exit code, then collects (removes) it.
 func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (string, error) {
 	poll := scripts.Render("detached/poll", detachedArgs{Dir: d})
-	remove := scripts.Render("detached/remove", detachedArgs{Dir: d}).String()
+	remove := scripts.Render("detached/remove", detachedArgs{Dir: d})
 	for lost := 0; ; {
 		out, _, err := query(ctx, c, poll)
 		if err != nil {
@@ -109,7 +109,7 @@ func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (s
 		switch {
 		case strings.HasPrefix(first, "rc="):
 			rc, _ := strconv.Atoi(strings.TrimPrefix(first, "rc="))
-			if _, err := c.Run(ctx, remove); err != nil {
+			if _, err := c.Run(ctx, remove.String()); err != nil {
 				p.GetLogger(ctx).Warningf("%s: removing %s: %v", node, d, err)
 			}
 			if rc != 0 {
@@ -120,7 +120,7 @@ func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (s
 			// Its process is gone without an exit code: the node rebooted
 			// under it. Give a racing start a moment, then say so.
 			if lost++; lost > 3 {
-				_, _ = c.Run(ctx, remove)
+				_, _ = c.Run(ctx, remove.String())
 				return "", fmt.Errorf("%s: %s stopped without finishing (the node rebooted?): run up again", node, what)
 			}
 		}

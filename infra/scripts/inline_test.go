@@ -24,7 +24,6 @@ var stillInline = map[string]int{
 	"infra/provider/address.go":       7,
 	"infra/provider/batch.go":         2,
 	"infra/provider/dataplane.go":     8,
-	"infra/provider/detached.go":      5,
 	"infra/provider/file.go":          3,
 	"infra/provider/host.go":          1,
 	"infra/provider/kubeadm.go":       18,
@@ -33,11 +32,9 @@ var stillInline = map[string]int{
 	"infra/provider/network.go":       2,
 	"infra/provider/nodemeta.go":      2,
 	"infra/provider/package.go":       4,
-	"infra/provider/partial.go":       4,
-	"infra/provider/rejoin.go":        4,
+	"infra/provider/partial.go":       2,
 	"infra/provider/revival.go":       4,
 	"infra/provider/service.go":       4,
-	"infra/provider/token.go":         3,
 	"infra/provider/upgrade.go":       17,
 }
 
