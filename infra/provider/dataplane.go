@@ -17,7 +17,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Dataplane is the cluster's pod network and who implements Services:
@@ -263,7 +262,7 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 			log.Warningf("%s: not reachable (%v): remove %s/%s by hand before reusing it", n.Node, err, cniconf.ConfDir, cilium.ConfigFile)
 			continue
 		}
-		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", scripts.Legacy(ciliumCNIRemove))
+		_, err = must(ctx, c, n.Node, "removing Cilium's CNI configuration", ciliumCNIRemove())
 		c.Close()
 		if err != nil {
 			return infer.DeleteResponse{}, err
@@ -272,19 +271,26 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 	return infer.DeleteResponse{}, nil
 }
 
+type ciliumCNIArgs struct{ ConfDir, ConfFile, BinDir string }
+
 // ciliumCNIRemove is Cilium's cni-uninstall: its configuration and plugin
 // go, other networks' configurations it set aside come back.
-var ciliumCNIRemove = `rm -f ` + cniconf.ConfDir + `/` + cilium.ConfigFile + ` ` + cniconf.BinDir + `/cilium-cni
-for f in ` + cniconf.ConfDir + `/*.cilium_bak; do [ -e "$f" ] && mv "$f" "${f%.cilium_bak}"; done
-true`
+func ciliumCNIRemove() scripts.Script {
+	return scripts.Render("dataplane/cilium-cni-remove", ciliumCNIArgs{ConfDir: cniconf.ConfDir, ConfFile: cilium.ConfigFile, BinDir: cniconf.BinDir})
+}
 
-const kubeProxyObjects = kubectl + " -n kube-system get daemonset/kube-proxy configmap/kube-proxy -o name --ignore-not-found"
+// kubectlArgs are the scripts that only run kubectl as the admin.
+type kubectlArgs struct{ Kubectl string }
+
+func kubeProxyScript(name string) scripts.Script {
+	return scripts.Render("dataplane/"+name, kubectlArgs{Kubectl: kubectl})
+}
 
 // readDataplane also returns the release's status (deployed, failed,
 // pending-...), which is no desired state of its own.
 func readDataplane(ctx context.Context, c ssh.Executor, in DataplaneArgs) (st DataplaneState, status string, err error) {
 	st = DataplaneState{DataplaneArgs: in}
-	out, err := queryAPI(ctx, c, scripts.Legacy(kubeProxyObjects))
+	out, err := queryAPI(ctx, c, kubeProxyScript("kube-proxy-objects"))
 	if err != nil {
 		return st, "", fmt.Errorf("%s: reading kube-proxy's objects: %w", in.Via.Node, err)
 	}
@@ -388,8 +394,7 @@ func convergeDataplane(ctx context.Context, in DataplaneArgs, old *DataplaneArgs
 		}
 		if live.KubeProxy {
 			log.Infof("Cilium is up; removing kube-proxy")
-			if _, err := must(ctx, c, in.Via.Node, "deleting kube-proxy's DaemonSet and ConfigMap", scripts.Legacy(
-				kubectl+" -n kube-system delete daemonset/kube-proxy configmap/kube-proxy --ignore-not-found --wait=true")); err != nil {
+			if _, err := must(ctx, c, in.Via.Node, "deleting kube-proxy's DaemonSet and ConfigMap", kubeProxyScript("kube-proxy-delete")); err != nil {
 				return live, err
 			}
 		}
@@ -435,9 +440,14 @@ func repairAndWaitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs,
 	return waitNetwork(ctx, c, in)
 }
 
+type kubeProxyRestoreArgs struct{ Config string }
+
+func kubeProxyRestore(config string) scripts.Script {
+	return scripts.Render("dataplane/kube-proxy-restore", kubeProxyRestoreArgs{Config: config})
+}
+
 func restoreKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
-	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy", scripts.Legacy(
-		"kubeadm init phase addon kube-proxy --config "+shell.Quote(in.InitConfigPath))); err != nil {
+	if _, err := must(ctx, c, in.Via.Node, "restoring kube-proxy", kubeProxyRestore(in.InitConfigPath)); err != nil {
 		return err
 	}
 	return waitKubeProxy(ctx, c, in)
@@ -491,11 +501,11 @@ func applyRelease(ctx context.Context, c ssh.Executor, in DataplaneArgs, what st
 // node: Cilium's replacement must not be turned off before kube-proxy
 // serves Services.
 func waitKubeProxy(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
-	cmd := kubectl + ` -n kube-system get daemonset/kube-proxy -o jsonpath='{.metadata.generation} {.status.observedGeneration} {.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}'`
+	status := kubeProxyScript("kube-proxy-status")
 	deadline := time.Now().Add(in.timeout())
 	last := ""
 	for {
-		out, code, err := query(ctx, c, scripts.Legacy(cmd))
+		out, code, err := query(ctx, c, status)
 		if err != nil {
 			return err
 		}
@@ -534,40 +544,20 @@ func kubeProxyDone(status string) bool {
 // stay.
 const kubeletChains = `KUBE-(KUBELET-CANARY|IPTABLES-HINT|FIREWALL)`
 
-// kubeRulesCheck prints what kube-proxy left on a node: iptables rules and
-// chains, its nftables tables, the IPVS dummy interface.
-const kubeRulesCheck = `for t in iptables ip6tables; do
-  command -v $t-save >/dev/null 2>&1 || continue
-  n=$($t-save 2>/dev/null | grep -E 'KUBE-' | grep -cvE '` + kubeletChains + `')
-  [ "$n" -gt 0 ] && echo "$t $n"
-done
-if command -v nft >/dev/null 2>&1; then
-  for f in ip ip6; do nft list table $f kube-proxy >/dev/null 2>&1 && echo "nft $f"; done
-fi
-ip link show kube-ipvs0 >/dev/null 2>&1 && echo ipvs
-true`
+type kubeRulesArgs struct {
+	// Keep are the KUBE-* chains that stay (an extended regular
+	// expression).
+	Keep string
+}
 
-// kubeRulesClean is what `kube-proxy --cleanup` does, without needing the
-// kube-proxy binary on the node: every KUBE-* chain and every rule jumping
-// to one (the kubelet's own chains kept), kube-proxy's nftables tables, and
-// the IPVS services with their dummy interface (only when kube-proxy's
-// kube-ipvs0 exists: IPVS has no owner marks).
-const kubeRulesClean = `set -e
-for t in iptables ip6tables; do
-  command -v $t-save >/dev/null 2>&1 || continue
-  if $t-save 2>/dev/null | grep -E 'KUBE-' | grep -qvE '` + kubeletChains + `'; then
-    $t-save | awk -v keep='` + kubeletChains + `' '/KUBE-/ && $0 !~ keep {next} {print}' | $t-restore
-  fi
-done
-if command -v nft >/dev/null 2>&1; then
-  for f in ip ip6; do
-    if nft list table $f kube-proxy >/dev/null 2>&1; then nft delete table $f kube-proxy; fi
-  done
-fi
-if ip link show kube-ipvs0 >/dev/null 2>&1; then
-  if command -v ipvsadm >/dev/null 2>&1; then ipvsadm --clear; fi
-  ip link delete kube-ipvs0
-fi`
+// kubeRules renders dataplane/kube-rules-check, which prints what
+// kube-proxy left on a node (iptables rules and chains, its nftables
+// tables, the IPVS dummy interface), or dataplane/kube-rules-clean, which
+// removes it as `kube-proxy --cleanup` would, without needing the
+// kube-proxy binary on the node.
+func kubeRules(name string) scripts.Script {
+	return scripts.Render("dataplane/"+name, kubeRulesArgs{Keep: kubeletChains})
+}
 
 func nodeHasKubeRules(ctx context.Context, n Connection) (bool, error) {
 	c, err := dial(ctx, n)
@@ -575,7 +565,7 @@ func nodeHasKubeRules(ctx context.Context, n Connection) (bool, error) {
 		return false, err
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, scripts.Legacy(kubeRulesCheck))
+	out, _, err := query(ctx, c, kubeRules("kube-rules-check"))
 	if err != nil {
 		return false, err
 	}
@@ -588,7 +578,7 @@ func cleanKubeRules(ctx context.Context, n Connection) error {
 		return err
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, scripts.Legacy(kubeRulesCheck))
+	out, _, err := query(ctx, c, kubeRules("kube-rules-check"))
 	if err != nil {
 		return err
 	}
@@ -596,6 +586,6 @@ func cleanKubeRules(ctx context.Context, n Connection) error {
 		return nil
 	}
 	p.GetLogger(ctx).Infof("%s: removing kube-proxy's rules (%s)", n.Node, strings.ReplaceAll(strings.TrimSpace(out), "\n", ", "))
-	_, err = must(ctx, c, n.Node, "removing kube-proxy's rules", scripts.Legacy(kubeRulesClean))
+	_, err = must(ctx, c, n.Node, "removing kube-proxy's rules", kubeRules("kube-rules-clean"))
 	return err
 }

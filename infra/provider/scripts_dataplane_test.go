@@ -1,0 +1,17 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
+)
+
+func TestDataplaneScriptsGolden(t *testing.T) {
+	scriptstest.Golden(t, ciliumCNIRemove(), "")
+	for _, name := range []string{"kube-proxy-objects", "kube-proxy-delete", "kube-proxy-status"} {
+		scriptstest.Golden(t, kubeProxyScript(name), "")
+	}
+	scriptstest.Golden(t, kubeProxyRestore("/etc/kubernetes/kubeadm/init.yaml"), "")
+	scriptstest.Golden(t, kubeRules("kube-rules-check"), "")
+	scriptstest.Golden(t, kubeRules("kube-rules-clean"), "")
+}
