@@ -353,8 +353,6 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 	for _, r := range due {
 		log.Infof("%s: renewing %s", node, r)
 	}
-	cfg := " --config " + shell.Quote(in.configPath())
-
 	renewed, kubeconfigs, restart := renewedCerts(due)
 	certs := slices.Clone(dr.certs)
 	for _, f := range renewed {
@@ -381,27 +379,10 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		if old == "" {
 			old = st.LiveEtcdPeer
 		}
-		script := "set -e\n" +
-			"kubeadm init phase etcd local" + cfg + "\n" +
-			"kubeadm init phase control-plane apiserver" + cfg + "\n"
-		if old != "" && old != in.Address {
-			// kubeconfigs of the node's own components and the kubelet's
-			// node IP: rewritten in place, keeping their credentials.
-			o, n := strings.ReplaceAll(old, ".", `\.`), in.Address
-			for _, f := range nodefacts.OwnKubeconfigs {
-				script += "[ -f " + f + " ] && sed -i 's#https://" + o + ":#https://" + n + ":#' " + f + "\n"
-			}
-			script += "[ -f " + nodefacts.KubeletFlagsEnv + " ] && sed -i 's#--node-ip=" + o + "\\b#--node-ip=" + n + "#' " + nodefacts.KubeletFlagsEnv + "\n"
+		if old == in.Address {
+			old = ""
 		}
-		// The kubelet rereads its flags and kubeconfig only on a restart;
-		// the controller-manager and scheduler their kubeconfigs likewise:
-		// their manifests did not change, so the kubelet restarts them
-		// once they exit.
-		script += "systemctl restart kubelet\n"
-		for _, pod := range []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
-			script += "pkill -f " + shell.Quote(nodefacts.ProcessPattern(pod)) + " || true\n"
-		}
-		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, scripts.Legacy(script)); err != nil {
+		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, moveScript(in.configPath(), old, in.Address)); err != nil {
 			return st, err
 		}
 	}
@@ -614,7 +595,7 @@ func etcdHealthy(ctx context.Context, c ssh.Executor) error {
 // node's kubeadm config: nothing of it needs the API.
 func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs, kubeconfigs []string) error {
 	if len(certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), scripts.Legacy(regenerateCerts(config, certs))); err != nil {
+		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(config, certs)); err != nil {
 			return err
 		}
 	}
@@ -626,36 +607,55 @@ func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs,
 	return nil
 }
 
+type moveArgs struct {
+	Config, Old, New string
+	// Kubeconfigs and KubeletFlags are the files that carry the node's
+	// address besides its manifests.
+	Kubeconfigs  []string
+	KubeletFlags string
+	// Restart are the processes (pkill -f patterns) that read their
+	// kubeconfigs only when they start.
+	Restart []string
+}
+
+// moveScript moves the node's control plane to address from old, the
+// address kubeadm baked in ("" when none differs: the manifests alone
+// are written again).
+func moveScript(config, old, address string) scripts.Script {
+	a := moveArgs{Config: config, Old: old, New: address, Kubeconfigs: nodefacts.OwnKubeconfigs, KubeletFlags: nodefacts.KubeletFlagsEnv}
+	for _, pod := range []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
+		a.Restart = append(a.Restart, nodefacts.ProcessPattern(pod))
+	}
+	return scripts.Render("address/move", a)
+}
+
+// issueArgs are certs/issue's: the CAs (Name relative to PKIDir, Dir its
+// directory in the staging one) and the certificates (Base, their path
+// relative to PKIDir without .crt, issued by Phase).
+type issueArgs struct {
+	PKIDir, Config string
+	CAs            []struct{ Name, Dir string }
+	Certs          []struct{ Phase, Base string }
+}
+
 // regenerateCerts issues new certificates with kubeadm in a staging
 // directory holding only the CAs they need (kubeadm keeps an existing
 // certificate whatever its SANs and dates, so it must not see the old
 // ones), then moves each pair into place. The running etcd and apiserver
 // never find a certificate missing: both reload theirs from the files by
 // themselves. certs are relative to PKIDir.
-func regenerateCerts(config string, certs []string) string {
-	script := `set -e
-pki=` + nodefacts.PKIDir + `
-t=$(mktemp -d /etc/kubernetes/.homelab-pki.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-mkdir -p "$t/etcd"
-`
+func regenerateCerts(config string, certs []string) scripts.Script {
+	a := issueArgs{PKIDir: nodefacts.PKIDir, Config: config}
 	var cas []string
 	for _, f := range certs {
 		if r, ok := nodefacts.RenewableNamed(f); ok && !slices.Contains(cas, r.CA) {
 			cas = append(cas, r.CA)
+			a.CAs = append(a.CAs, struct{ Name, Dir string }{r.CA, strings.TrimSuffix(path.Dir(r.CA), ".")})
 		}
 	}
-	for _, ca := range cas {
-		dir := strings.TrimSuffix(path.Dir(ca), ".")
-		script += "cp -p $pki/" + ca + ".crt $pki/" + ca + `.key "$t/` + dir + "\"\n"
-	}
-	script += `sed "s#^certificatesDir: .*#certificatesDir: $t#" ` + shell.Quote(config) + ` > "$t/config.yaml"` + "\n"
 	for _, f := range certs {
-		base := strings.TrimSuffix(f, ".crt")
 		r, _ := nodefacts.RenewableNamed(f)
-		script += "kubeadm init phase certs " + r.Phase + ` --config "$t/config.yaml"` + "\n" +
-			`mv -f "$t/` + base + `.key" $pki/` + base + ".key\n" +
-			`mv -f "$t/` + base + `.crt" $pki/` + base + ".crt\n"
+		a.Certs = append(a.Certs, struct{ Phase, Base string }{r.Phase, strings.TrimSuffix(f, ".crt")})
 	}
-	return script
+	return scripts.Render("certs/issue", a)
 }

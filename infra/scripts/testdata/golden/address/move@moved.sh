@@ -1,0 +1,31 @@
+# homelab: address/move
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Moves this control-plane node's etcd and apiserver to its address .New:
+# their manifests come again from the kubeadm config .Config. With .Old,
+# the address kubeadm baked in before, the kubeconfigs of the node's own
+# components and the kubelet's node IP are rewritten in place too,
+# keeping their credentials. The kubelet rereads its flags and kubeconfig
+# only when restarted; the controller-manager and scheduler (processes
+# matching .Restart) theirs likewise, and their manifests did not change,
+# so they are ended and the kubelet starts them again. Prints what kubeadm
+# prints.
+config='/etc/kubernetes/kubeadm/init.yaml'
+kubeadm init phase etcd local --config "$config"
+kubeadm init phase control-plane apiserver --config "$config"
+new='10.0.0.11'
+o=$(printf '%s\n' '10.0.0.120' | sed 's/\./\\./g')
+for f in '/etc/kubernetes/kubelet.conf' '/etc/kubernetes/controller-manager.conf' '/etc/kubernetes/scheduler.conf' '/etc/kubernetes/super-admin.conf'; do
+	if [ -f "$f" ]; then
+		sed -i "s#https://$o:#https://$new:#" "$f"
+	fi
+done
+flags='/var/lib/kubelet/kubeadm-flags.env'
+if [ -f "$flags" ]; then
+	sed -i "s#--node-ip=$o\\b#--node-ip=$new#" "$flags"
+fi
+systemctl restart kubelet
+for p in '^([^ ]*/)?kube-controller-manager( |$)' '^([^ ]*/)?kube-scheduler( |$)'; do
+	pkill -f "$p" || true
+done
