@@ -12,7 +12,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A refresh reads every resource at once. Reads that ask one node the
@@ -152,14 +151,15 @@ func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]
 	return nodefacts.ParseFileStats(paths, out)
 }
 
+type nodesArgs struct {
+	Kubectl string
+	Names   []string
+}
+
 // getNodes reads Node objects; one that does not exist is left out.
 // kubectl prints one object alone, several as a List.
 func getNodes(ctx context.Context, c ssh.Executor, names []string) (map[string]*nodeJSON, error) {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = shell.Quote(n)
-	}
-	out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" get node "+strings.Join(quoted, " ")+" -o json --ignore-not-found"))
+	out, err := queryAPI(ctx, c, scripts.Render("kubectl/nodes-get", nodesArgs{Kubectl: kubectl, Names: names}))
 	if err != nil {
 		// The API is not there (the via node is being rebuilt, its
 		// certificates expired): unknown, not absent.

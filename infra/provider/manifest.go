@@ -10,7 +10,6 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Manifest is a cluster object applied with kubectl on a control-plane
@@ -26,12 +25,14 @@ type ManifestArgs struct {
 	Content   string `pulumi:"content"`
 }
 
-// nsFlag is kubectl's namespace flag for a namespaced object, else "".
-func (m ManifestArgs) nsFlag() string {
-	if m.Namespace == "" {
-		return ""
-	}
-	return " -n " + shell.Quote(m.Namespace)
+// manifestArgs are the manifest scripts': the object, by kind, name and
+// namespace (empty for a cluster-scoped kind).
+type manifestArgs struct{ Kubectl, Kind, Name, Namespace string }
+
+// script renders the manifest script name (apply, get, delete) for m's
+// object.
+func (m ManifestArgs) script(name string) scripts.Script {
+	return scripts.Render("manifest/"+name, manifestArgs{Kubectl: kubectl, Kind: m.Kind, Name: m.Name, Namespace: m.Namespace})
 }
 
 type ManifestState struct {
@@ -50,7 +51,7 @@ func applyManifest(ctx context.Context, in ManifestArgs) error {
 		return err
 	}
 	defer c.Close()
-	r, err := c.RunInput(ctx, kubectl+" apply -f -", []byte(in.Content))
+	r, err := c.RunInput(ctx, in.script("apply").String(), []byte(in.Content))
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func (Manifest) Read(ctx context.Context, req infer.ReadRequest[ManifestArgs, Ma
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, manifestRead, func(c ssh.Executor) (ManifestState, error) {
 		st := last
-		out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" get "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" -o name --ignore-not-found"))
+		out, err := queryAPI(ctx, c, st.script("get"))
 		var refused *apiRefused
 		if errors.As(err, &refused) {
 			return st, unanswered(fmt.Errorf("its API: %w", err))
@@ -136,6 +137,8 @@ func (Manifest) Delete(ctx context.Context, req infer.DeleteRequest[ManifestStat
 		return infer.DeleteResponse{}, nil
 	}
 	defer c.Close()
-	_, err = c.Run(ctx, kubectl+" delete "+shell.Quote(st.Kind)+" "+shell.Quote(st.Name)+st.nsFlag()+" --ignore-not-found")
+	// Only an SSH failure fails the destroy: an object kubectl could not
+	// delete is left in the cluster, as when the node does not answer.
+	_, err = c.Run(ctx, st.script("delete").String())
 	return infer.DeleteResponse{}, err
 }

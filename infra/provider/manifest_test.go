@@ -2,6 +2,7 @@ package provider
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -15,13 +16,16 @@ func TestManifestLifecycle(t *testing.T) {
 	cp1 := lab.node("cp-1")
 	var applied []string
 	exists, apiDown := false, false
-	cp1.onFunc(kubectl+" apply -f -", func(string) (ssh.Result, error) {
+	cp1.onScriptFunc("manifest/apply", func(string) (ssh.Result, error) {
 		applied = append(applied, cp1.events[len(cp1.events)-1].stdin)
 		exists = true
 		return ssh.Result{}, nil
 	})
-	cp1.onFunc(kubectl+" get 'RuntimeClass' 'nvidia' -o name --ignore-not-found", func(string) (ssh.Result, error) {
+	cp1.onScriptFunc("manifest/get", func(cmd string) (ssh.Result, error) {
 		switch {
+		case !strings.Contains(cmd, " get 'RuntimeClass' 'nvidia' -o name"):
+			t.Errorf("asked about another object: %q", cmd)
+			return ssh.Result{ExitCode: 1}, nil
 		case apiDown:
 			return ssh.Result{ExitCode: 1}, nil
 		case exists:
@@ -29,7 +33,11 @@ func TestManifestLifecycle(t *testing.T) {
 		}
 		return ssh.Result{}, nil
 	})
-	cp1.onFunc(kubectl+" delete 'RuntimeClass' 'nvidia' --ignore-not-found", func(string) (ssh.Result, error) {
+	cp1.onScriptFunc("manifest/delete", func(cmd string) (ssh.Result, error) {
+		if !strings.Contains(cmd, " delete 'RuntimeClass' 'nvidia' --ignore-not-found") {
+			t.Errorf("deleted another object: %q", cmd)
+			return ssh.Result{ExitCode: 1}, nil
+		}
 		exists = false
 		return ssh.Result{}, nil
 	})

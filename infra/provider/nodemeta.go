@@ -6,14 +6,12 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // NodeMeta keeps a Node's labels and taints as the inventory declares them,
@@ -81,11 +79,10 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 		return err
 	}
 	defer c.Close()
-	name := shell.Quote(in.Node)
-	wait := kubectl + " get node " + name + " >/dev/null"
+	wait := scripts.Render("kubectl/node-registered", nodeArgs{Kubectl: kubectl, Node: in.Node})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, code, err := query(ctx, c, scripts.Legacy(wait))
+		_, code, err := query(ctx, c, wait)
 		if err != nil {
 			return err
 		}
@@ -101,22 +98,42 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	var labels []string
+	meta := metaChanges(in, old)
+	if len(meta.Labels) == 0 && len(meta.DropTaints) == 0 && len(meta.Taints) == 0 {
+		return nil
+	}
+	_, err = must(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, scripts.Render("kubectl/node-meta", meta))
+	return err
+}
+
+type nodeArgs struct{ Kubectl, Node string }
+
+// nodeMetaArgs are kubectl/node-meta's: kubectl's own arguments, one word
+// each.
+type nodeMetaArgs struct {
+	Kubectl, Node string
+	// Labels: key=value to set, key- for one the declaration dropped.
+	Labels []string
+	// DropTaints (key:effect-) are the taints the declaration dropped,
+	// Taints (key[=value]:effect) those it has.
+	DropTaints, Taints []string
+}
+
+// metaChanges sets every declared label and taint (an idempotent
+// overwrite) and removes those old declared and in no longer does.
+func metaChanges(in, old NodeMetaArgs) nodeMetaArgs {
+	a := nodeMetaArgs{Kubectl: kubectl, Node: in.Node}
 	for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
-		labels = append(labels, shell.Quote(k+"="+in.Labels[k]))
+		a.Labels = append(a.Labels, k+"="+in.Labels[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(old.Labels)) {
 		if _, keep := in.Labels[k]; !keep {
-			labels = append(labels, shell.Quote(k+"-"))
+			a.Labels = append(a.Labels, k+"-")
 		}
-	}
-	var cmds []string
-	if len(labels) > 0 {
-		cmds = append(cmds, kubectl+" label node "+name+" --overwrite "+strings.Join(labels, " "))
 	}
 	for _, t := range old.Taints {
 		if !slices.Contains(in.Taints, t) {
-			cmds = append(cmds, kubectl+" taint node "+name+" "+shell.Quote(t.Key+":"+t.Effect+"-")+" || true")
+			a.DropTaints = append(a.DropTaints, t.Key+":"+t.Effect+"-")
 		}
 	}
 	for _, t := range in.Taints {
@@ -124,13 +141,9 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 		if t.Value != "" {
 			spec += "=" + t.Value
 		}
-		cmds = append(cmds, kubectl+" taint node "+name+" --overwrite "+shell.Quote(spec+":"+t.Effect))
+		a.Taints = append(a.Taints, spec+":"+t.Effect)
 	}
-	if len(cmds) == 0 {
-		return nil
-	}
-	_, err = must(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, scripts.Legacy(strings.Join(cmds, " && ")))
-	return err
+	return a
 }
 
 // nodeMetaRead: labels and taints read through a node refusing the key

@@ -28,12 +28,24 @@ type fakeNodeObject struct {
 
 func serveNodeObject(via *fakeNode, obj *fakeNodeObject) {
 	name := shell.Quote(obj.name)
-	via.onFunc(kubectl+" get node "+name, func(cmd string) (ssh.Result, error) {
-		if obj.down {
-			return ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}, nil
+	// The Node's name, as kubectl's argument, in every command about it.
+	about := func(cmd string) bool {
+		if !strings.Contains(cmd, " node "+name+" ") {
+			via.t.Errorf("%s: a command about another Node than %s: %q", via.name, obj.name, cmd)
+			return false
 		}
-		if !strings.Contains(cmd, "-o json") {
-			return ssh.Result{}, nil
+		return true
+	}
+	refused := ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}
+	via.onScriptFunc("kubectl/node-registered", func(cmd string) (ssh.Result, error) {
+		if obj.down || !about(cmd) {
+			return refused, nil
+		}
+		return ssh.Result{}, nil
+	})
+	via.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
+		if obj.down || !about(cmd) {
+			return refused, nil
 		}
 		// As kubectl prints it: lower-case keys, an untainted Node
 		// without spec.taints.
@@ -52,21 +64,23 @@ func serveNodeObject(via *fakeNode, obj *fakeNodeObject) {
 		b, _ := json.Marshal(map[string]any{"kind": "Node", "metadata": map[string]any{"name": obj.name, "labels": obj.labels}, "spec": spec})
 		return ssh.Result{Stdout: b}, nil
 	})
-	// applyMeta's one command: label and taint steps joined with &&.
-	via.onFunc(kubectl+" label node "+name, func(cmd string) (ssh.Result, error) {
-		obj.apply(kubectlSteps(cmd))
-		return ssh.Result{}, nil
-	})
-	via.onFunc(kubectl+" taint node "+name, func(cmd string) (ssh.Result, error) {
+	// applyMeta's one script: a kubectl label or taint step a line.
+	via.onScriptFunc("kubectl/node-meta", func(cmd string) (ssh.Result, error) {
+		if !about(cmd) {
+			return refused, nil
+		}
 		obj.apply(kubectlSteps(cmd))
 		return ssh.Result{}, nil
 	})
 }
 
-// kubectlSteps splits applyMeta's command into its kubectl steps' arguments.
+// kubectlSteps splits applyMeta's script into its kubectl steps' arguments.
 func kubectlSteps(cmd string) [][]string {
 	var steps [][]string
-	for _, step := range strings.Split(cmd, " && ") {
+	for _, step := range strings.Split(cmd, "\n") {
+		if !strings.HasPrefix(step, kubectl+" ") {
+			continue
+		}
 		step = strings.TrimSuffix(step, " || true")
 		var words []string
 		for _, w := range strings.Fields(step) {
@@ -205,7 +219,7 @@ func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
 	batches.nodes.window, batches.nodes.max = 500*time.Millisecond, 3
 	ctx := context.WithValue(lab.ctx(), readBatchesKey{}, batches)
 	cp1 := lab.node("cp-1")
-	cp1.onFunc(kubectl+" get node ", func(cmd string) (ssh.Result, error) {
+	cp1.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
 		var items []map[string]any
 		for _, n := range []string{"gpu-1", "gpu-2"} {
 			if strings.Contains(cmd, shell.Quote(n)) {
