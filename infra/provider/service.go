@@ -9,7 +9,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/keepalived"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Service is a systemd unit kept enabled and running. Its live state is
@@ -52,8 +51,8 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 		return err
 	}
 	defer c.Close()
-	node, unit := in.Connection.Node, shell.Quote(in.Name)
-	if _, err := must(ctx, c, node, "enabling "+in.Name, scripts.Legacy("systemctl enable "+unit)); err != nil {
+	node := in.Connection.Node
+	if _, err := must(ctx, c, node, "enabling "+in.Name, unitScript("enable", in.Name)); err != nil {
 		return err
 	}
 	verb := "start"
@@ -61,9 +60,17 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 		verb = "restart"
 	}
 	return movingEndpoint(in.Name, func() error {
-		_, err := must(ctx, c, node, verb+"ing "+in.Name, scripts.Legacy("systemctl "+verb+" "+unit))
+		_, err := must(ctx, c, node, verb+"ing "+in.Name, unitScript(verb, in.Name))
 		return err
 	})
+}
+
+type unitArgs struct{ Unit string }
+
+// unitScript renders the systemd script name (enable, start, restart,
+// disable, state) for unit.
+func unitScript(name, unit string) scripts.Script {
+	return scripts.Render("systemd/"+name, unitArgs{Unit: unit})
 }
 
 // movingEndpoint runs f, which starts or stops the unit, holding
@@ -87,7 +94,7 @@ func (Service) Read(ctx context.Context, req infer.ReadRequest[ServiceArgs, Serv
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, serviceRead, func(c ssh.Executor) (ServiceState, error) {
 		st := req.State
-		out, _, err := query(ctx, c, scripts.Legacy("systemctl is-enabled "+shell.Quote(st.Name)+"; systemctl is-active "+shell.Quote(st.Name)))
+		out, _, err := query(ctx, c, unitScript("state", st.Name))
 		if err != nil {
 			return st, err
 		}
@@ -149,7 +156,7 @@ func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]
 	}
 	defer c.Close()
 	return infer.DeleteResponse{}, movingEndpoint(req.State.Name, func() error {
-		_, err := must(ctx, c, node, "stopping "+req.State.Name, scripts.Legacy("systemctl disable --now "+shell.Quote(req.State.Name)))
+		_, err := must(ctx, c, node, "stopping "+req.State.Name, unitScript("disable", req.State.Name))
 		return err
 	})
 }

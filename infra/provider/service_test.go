@@ -7,6 +7,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
@@ -27,14 +28,43 @@ func serveUnit(n *fakeNode, name string) *fakeUnit {
 		}
 		return no
 	}
-	n.onFunc("systemctl is-enabled "+q+"; systemctl is-active "+q, func(string) (ssh.Result, error) {
+	// Each script answers for this unit only.
+	serve := func(script string, f func()) {
+		n.onScriptFunc(script, func(cmd string) (ssh.Result, error) {
+			if !strings.HasSuffix(cmd, " "+q+"\n") {
+				n.t.Errorf("%s: %s of another unit than %s: %q", n.name, script, name, cmd)
+				return ssh.Result{ExitCode: 5}, nil
+			}
+			f()
+			return ssh.Result{}, nil
+		})
+	}
+	n.onScriptFunc("systemd/state", func(cmd string) (ssh.Result, error) {
+		if !strings.Contains(cmd, "unit="+q+"\n") {
+			n.t.Errorf("%s: the state of another unit than %s: %q", n.name, name, cmd)
+		}
 		return ssh.Result{Stdout: []byte(word(u.enabled, "enabled", "disabled") + "\n" + word(u.active, "active", "inactive") + "\n"), ExitCode: 3}, nil
 	})
-	n.onFunc("systemctl enable "+q, func(string) (ssh.Result, error) { u.enabled = true; return ssh.Result{}, nil })
-	n.onFunc("systemctl start "+q, func(string) (ssh.Result, error) { u.active = true; return ssh.Result{}, nil })
-	n.onFunc("systemctl restart "+q, func(string) (ssh.Result, error) { u.active = true; u.restarts++; return ssh.Result{}, nil })
-	n.onFunc("systemctl disable --now "+q, func(string) (ssh.Result, error) { u.enabled, u.active = false, false; return ssh.Result{}, nil })
+	serve("systemd/enable", func() { u.enabled = true })
+	serve("systemd/start", func() { u.active = true })
+	serve("systemd/restart", func() { u.active = true; u.restarts++ })
+	serve("systemd/disable", func() { u.enabled, u.active = false, false })
 	return u
+}
+
+// unitSteps are the systemd scripts that changed n, in order, each with
+// its command line.
+func unitSteps(n *fakeNode) []string {
+	var out []string
+	for _, e := range n.events {
+		if !e.mutating {
+			continue
+		}
+		name, _ := scripts.NameOf(e.cmd)
+		lines := strings.Split(strings.TrimSpace(e.cmd), "\n")
+		out = append(out, name+": "+lines[len(lines)-1])
+	}
+	return out
 }
 
 func TestServiceLifecycle(t *testing.T) {
@@ -48,8 +78,8 @@ func TestServiceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"run systemctl enable 'containerd'", "run systemctl restart 'containerd'"}; !slices.Equal(n.mutations(), want) {
-		t.Errorf("create did %v", n.mutations())
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/restart: systemctl restart 'containerd'"}; !slices.Equal(unitSteps(n), want) {
+		t.Errorf("create did %v", unitSteps(n))
 	}
 	st := refresh(t, ctx, Service{}, in, created.Output)
 	if !st.Enabled || !st.Active {
@@ -69,8 +99,8 @@ func TestServiceLifecycle(t *testing.T) {
 	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: in, State: st}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"run systemctl enable 'containerd'", "run systemctl start 'containerd'"}; !slices.Equal(n.mutations(), want) || !unit.active {
-		t.Errorf("repair did %v", n.mutations())
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/start: systemctl start 'containerd'"}; !slices.Equal(unitSteps(n), want) || !unit.active {
+		t.Errorf("repair did %v", unitSteps(n))
 	}
 
 	// Its configuration changed: restarted.
@@ -105,11 +135,11 @@ func TestServiceLifecycle(t *testing.T) {
 func TestServiceFails(t *testing.T) {
 	lab := newFakeLab(t)
 	n := lab.node("cp-1")
-	n.onFunc("systemctl enable", func(string) (ssh.Result, error) {
+	n.onScriptFunc("systemd/enable", func(string) (ssh.Result, error) {
 		return ssh.Result{Stderr: []byte("Failed to enable unit: Unit file keepalived.service does not exist.\n"), ExitCode: 1}, nil
 	})
 	_, err := (Service{}).Create(lab.ctx(), infer.CreateRequest[ServiceArgs]{Inputs: ServiceArgs{Connection: lab.conn("cp-1"), Name: "keepalived"}})
-	if err == nil || !strings.Contains(err.Error(), "does not exist") || n.asked("systemctl restart") {
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || n.ran("systemd/restart") > 0 {
 		t.Errorf("enabling a missing unit: %v, then %v", err, n.mutations())
 	}
 }

@@ -1,0 +1,3 @@
+# Restarts the unit .Unit (starts it when stopped), so it reads its
+# configuration again.
+systemctl restart {{q .Unit}}
