@@ -13,7 +13,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // File is a file on a node. Its live state is its checksum and mode, so an
@@ -156,7 +155,7 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 	}
 	defer c.Close()
 	if keyMaterial(path) && !consented(node) {
-		out, _, err := query(ctx, c, scripts.Legacy("test -f "+nodefacts.Manifest(nodefacts.KubeAPIServer)+" && echo running"))
+		out, _, err := query(ctx, c, controlPlaneRuns())
 		if err != nil {
 			return infer.DeleteResponse{}, err
 		}
@@ -164,9 +163,20 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 			return infer.DeleteResponse{}, refused(node, "removing "+path, "delete "+path+" from a node whose control plane still runs on it")
 		}
 	}
-	_, err = must(ctx, c, node, "removing "+path, scripts.Legacy("rm -f "+shell.Quote(path)+
-
-		" && { rmdir \"$(dirname "+shell.Quote(req.State.Path)+")\" 2>/dev/null; true; }"))
-
+	_, err = must(ctx, c, node, "removing "+path, removeFile(path))
 	return infer.DeleteResponse{}, err
+}
+
+type removeArgs struct{ Path string }
+
+func removeFile(path string) scripts.Script {
+	return scripts.Render("file/remove", removeArgs{Path: path})
+}
+
+type controlPlaneArgs struct{ Manifest string }
+
+// controlPlaneRuns asks whether the node runs a control plane (prints
+// "running").
+func controlPlaneRuns() scripts.Script {
+	return scripts.Render("file/control-plane-runs", controlPlaneArgs{Manifest: nodefacts.Manifest(nodefacts.KubeAPIServer)})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
 
@@ -218,7 +217,6 @@ func TestFileReadCutOff(t *testing.T) {
 // forgotten only with consent.
 func TestFileDelete(t *testing.T) {
 	const caKey = "/etc/kubernetes/pki/ca.key"
-	running := "test -f " + nodefacts.Manifest(nodefacts.KubeAPIServer) + " && echo running"
 	for _, tc := range []struct {
 		name      string
 		path      string
@@ -245,11 +243,15 @@ func TestFileDelete(t *testing.T) {
 			cp1 := lab.node("cp-1")
 			cp1.put(tc.path, "secret", 0o600)
 			if tc.apiserver {
-				cp1.on(running, "running\n", 0)
+				cp1.onScript("file/control-plane-runs", "running\n", 0)
 			} else {
-				cp1.on(running, "", 1)
+				cp1.onScript("file/control-plane-runs", "", 0)
 			}
-			cp1.onFunc("rm -f "+shell.Quote(tc.path), func(string) (ssh.Result, error) {
+			cp1.onScriptFunc("file/remove", func(cmd string) (ssh.Result, error) {
+				if !strings.Contains(cmd, "p="+shell.Quote(tc.path)+"\n") {
+					t.Errorf("removed another file than %s: %q", tc.path, cmd)
+					return ssh.Result{ExitCode: 1}, nil
+				}
 				delete(cp1.files, tc.path)
 				return ssh.Result{}, nil
 			})

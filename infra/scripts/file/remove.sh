@@ -1,0 +1,7 @@
+# Removes the file .Path a File resource wrote, and its directory when
+# that is left empty (a drop-in directory only the file needed); a
+# directory still holding anything stays. A file already gone is no
+# failure.
+p={{q .Path}}
+rm -f "$p"
+rmdir "$(dirname "$p")" 2>/dev/null || true
