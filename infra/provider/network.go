@@ -21,7 +21,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/cilium"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // The pod network: Cilium's agents on every node, each writing the CNI
@@ -215,9 +214,11 @@ func waitNetwork(ctx context.Context, c ssh.Executor, in DataplaneArgs) error {
 
 // joinedNodeReady is the Ready condition of a node, as "STATUS REASON:
 // MESSAGE" ("" when there is no Node of that name yet).
-func joinedNodeReady(node string) string {
-	return kubectl + " get node " + shell.Quote(node) + ` --ignore-not-found -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status} {.reason}: {.message}{end}'`
+func joinedNodeReady(node string) scripts.Script {
+	return scripts.Render("dataplane/node-ready", nodeArgs{Kubectl: kubectl, Node: node})
 }
+
+type agentsArgs struct{ Kubectl, Namespace, DaemonSet string }
 
 // awaitJoinedNetwork waits, after node joined a cluster whose pod network
 // runs already (a replaced machine re-joined, a node added, a restore's
@@ -237,7 +238,7 @@ func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node strin
 	log := p.GetLogger(ctx)
 	last := ""
 	for {
-		out, code, err := query(ctx, cl, scripts.Legacy(joinedNodeReady(node)))
+		out, code, err := query(ctx, cl, joinedNodeReady(node))
 		cond := strings.TrimSpace(out)
 		switch {
 		case err != nil:
@@ -269,8 +270,9 @@ func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node strin
 // runsAgents says whether the cluster runs Cilium's agent DaemonSet,
 // asking again while the endpoint does not answer for a moment.
 func runsAgents(ctx context.Context, cl ssh.Executor, clNode string) (bool, error) {
+	agents := scripts.Render("dataplane/agents", agentsArgs{Kubectl: kubectl, Namespace: cilium.Namespace, DaemonSet: cilium.AgentDaemonSet})
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
-		return cl.Query(ctx, kubectl+" -n "+cilium.Namespace+" get daemonset "+cilium.AgentDaemonSet+" --ignore-not-found -o name")
+		return cl.Query(ctx, agents.String())
 	})
 	if err == nil && r.ExitCode != 0 {
 		err = &apiRefused{code: r.ExitCode, reason: tail(strings.TrimSpace(redact(string(r.Stderr))), 1)}

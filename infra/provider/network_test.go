@@ -7,6 +7,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A node that joined a cluster whose pod network runs is waited for until
@@ -35,9 +36,9 @@ func TestAJoinedNodeIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 			if tc.agents {
 				ds = "daemonset.apps/cilium\n"
 			}
-			cp.on("get daemonset cilium --ignore-not-found", ds, 0)
+			cp.onScript("dataplane/agents", ds, 0)
 			polls := 0
-			cp.onFunc(joinedNodeReady("bravo"), func(string) (ssh.Result, error) {
+			cp.onScriptFunc("dataplane/node-ready", readyOf(t, "bravo", func() (ssh.Result, error) {
 				polls++
 				switch {
 				case polls == 1:
@@ -46,7 +47,7 @@ func TestAJoinedNodeIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 					return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
 				}
 				return ssh.Result{Stdout: []byte("False KubeletNotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized")}, nil
-			})
+			}))
 			ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, network: 200 * time.Millisecond})
 			c, err := lab.dial(ctx, lab.conn("cp-1"))
 			if err != nil {
@@ -110,9 +111,9 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	cp.onScript("rejoin/node", "", 0)
 	cp.onFunc("create -f -", refusedOnce(""))
 	cp.onScript("token/delete", "", 0)
-	cp.onFunc("get daemonset cilium --ignore-not-found", refusedOnce("daemonset.apps/cilium\n"))
+	cp.onScriptFunc("dataplane/agents", refusedOnce("daemonset.apps/cilium\n"))
 	polls := 0
-	cp.onFunc(joinedNodeReady("gpu-1"), func(string) (ssh.Result, error) {
+	cp.onScriptFunc("dataplane/node-ready", readyOf(t, "gpu-1", func() (ssh.Result, error) {
 		if !joined {
 			t.Error("the Node was waited for before kubeadm join ended")
 		}
@@ -120,7 +121,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 			return ssh.Result{Stdout: []byte("False KubeletNotReady: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady")}, nil
 		}
 		return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
-	})
+	}))
 	ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: time.Second, network: time.Second})
 	if err := runJoin(ctx, in); err != nil {
 		t.Fatalf("join: %v", err)
@@ -158,14 +159,14 @@ func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 			w.on(`if [ -f "$d/rc" ]`, "rc=0\nThis node has joined the cluster\n", 0)
 			w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
 			cp.on("get --raw=/readyz", "", 0)
-			cp.on("get daemonset cilium --ignore-not-found", "daemonset.apps/cilium\n", 0)
+			cp.onScript("dataplane/agents", "daemonset.apps/cilium\n", 0)
 			polls := 0
-			cp.onFunc(joinedNodeReady("gpu-1"), func(string) (ssh.Result, error) {
+			cp.onScriptFunc("dataplane/node-ready", readyOf(t, "gpu-1", func() (ssh.Result, error) {
 				if polls++; polls < 2 {
 					return ssh.Result{Stdout: []byte("False KubeletNotReady: failed to initialize CSINode")}, nil
 				}
 				return ssh.Result{Stdout: []byte("True KubeletReady: kubelet is posting ready status")}, nil
-			})
+			}))
 			ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: time.Second, network: time.Second})
 			if err := runJoin(ctx, in); err != nil {
 				t.Fatalf("join: %v", err)
@@ -185,7 +186,7 @@ func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 func TestARefusedEndpointIsNoBlip(t *testing.T) {
 	lab := newFakeLab(t)
 	cp := lab.node("cp-1")
-	cp.onFunc("get daemonset cilium --ignore-not-found", func(string) (ssh.Result, error) {
+	cp.onScriptFunc("dataplane/agents", func(string) (ssh.Result, error) {
 		return ssh.Result{Stderr: []byte("error: You must be logged in to the server (Unauthorized)\n"), ExitCode: 1}, nil
 	})
 	ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, network: time.Minute})
@@ -198,5 +199,17 @@ func TestARefusedEndpointIsNoBlip(t *testing.T) {
 	err = awaitJoinedNetwork(ctx, c, "cp-1", "bravo")
 	if err == nil || !strings.Contains(err.Error(), "Unauthorized") || time.Since(start) > 10*time.Second {
 		t.Errorf("an Unauthorized endpoint after %s: %v", time.Since(start), err)
+	}
+}
+
+// readyOf answers the reads of node's Ready condition with f, and fails
+// the test for a read of another Node's.
+func readyOf(t *testing.T, node string, f func() (ssh.Result, error)) func(string) (ssh.Result, error) {
+	return func(cmd string) (ssh.Result, error) {
+		if !strings.Contains(cmd, " get node "+shell.Quote(node)+" ") {
+			t.Errorf("read the Ready condition of another Node than %s: %q", node, cmd)
+			return ssh.Result{ExitCode: 1}, nil
+		}
+		return f()
 	}
 }

@@ -3,7 +3,9 @@ package provider
 import (
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
+	"github.com/homelab-dev/homelab/roles/cilium"
 )
 
 func TestDataplaneScriptsGolden(t *testing.T) {
@@ -14,4 +16,9 @@ func TestDataplaneScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, kubeProxyRestore("/etc/kubernetes/kubeadm/init.yaml"), "")
 	scriptstest.Golden(t, kubeRules("kube-rules-check"), "")
 	scriptstest.Golden(t, kubeRules("kube-rules-clean"), "")
+}
+
+func TestNetworkScriptsGolden(t *testing.T) {
+	scriptstest.Golden(t, joinedNodeReady("gpu-1"), "")
+	scriptstest.Golden(t, scripts.Render("dataplane/agents", agentsArgs{Kubectl: kubectl, Namespace: cilium.Namespace, DaemonSet: cilium.AgentDaemonSet}), "")
 }
