@@ -13,7 +13,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Kubelet client certificates rotate: the kubelet's certificate manager
@@ -250,10 +249,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 		if err := c.Upload(ctx, pair, nodefacts.PairPEM(certPEM, keyPEM), 0o600); err != nil {
 			return plan, fmt.Errorf("%s: storing the kubelet's client certificate: %w", node, err)
 		}
-		// A link replaced by rename, as the kubelet's store does: the
-		// kubelet never finds the name missing.
-		link := nodefacts.KubeletPKIDir + "/.kubelet-client-current.homelab"
-		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, scripts.Legacy("ln -sfn "+shell.Quote(pair)+" "+shell.Quote(link)+" && mv -Tf "+shell.Quote(link)+" "+shell.Quote(nodefacts.KubeletClientCert))); err != nil {
+		if _, err := mustFinish(ctx, c, node, "linking "+nodefacts.KubeletClientCert, linkClientPair(pair)); err != nil {
 			return plan, err
 		}
 	}
@@ -264,7 +260,7 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 		if rerr := c.Upload(ctx, kubeletConf, conf, 0o600); rerr != nil {
 			return plan, fmt.Errorf("%s: %w; putting the embedded kubelet.conf back failed too: %v", node, err, rerr)
 		}
-		if _, rerr := mustFinish(ctx, c, node, "restarting the kubelet on its embedded kubelet.conf", scripts.Legacy("systemctl restart kubelet")); rerr != nil {
+		if _, rerr := mustFinish(ctx, c, node, "restarting the kubelet on its embedded kubelet.conf", unitScript("restart", "kubelet")); rerr != nil {
 			return plan, fmt.Errorf("%s: %w; kubelet.conf is the embedded one again, but restarting the kubelet on it failed: %v", node, err, rerr)
 		}
 		return plan, fmt.Errorf("%s: %w: its kubelet.conf is the embedded one again, and the kubelet restarted on it", node, err)
@@ -280,12 +276,20 @@ func convergeKubeletClient(ctx context.Context, in KubeadmJoinArgs) (kubeletPlan
 	return done, nil
 }
 
+type clientLinkArgs struct{ Pair, Link, Current string }
+
+// linkClientPair makes pair, stored in the kubelet's certificate
+// directory, its current client certificate.
+func linkClientPair(pair string) scripts.Script {
+	return scripts.Render("kubelet/client-link", clientLinkArgs{Pair: pair, Link: nodefacts.KubeletPKIDir + "/.kubelet-client-current.homelab", Current: nodefacts.KubeletClientCert})
+}
+
 // restartKubelet restarts the node's kubelet and waits until it has
 // renewed its Lease after the restart, which it can only do with working
 // credentials, and its Node reports Ready. cl is a control-plane node
 // whose admin.conf the API answers to.
 func restartKubelet(ctx context.Context, c, cl ssh.Executor, clNode, node string) error {
-	if _, err := mustFinish(ctx, c, node, "restarting the kubelet", scripts.Legacy("systemctl restart kubelet")); err != nil {
+	if _, err := mustFinish(ctx, c, node, "restarting the kubelet", unitScript("restart", "kubelet")); err != nil {
 		return err
 	}
 	pr := probesOf(ctx)

@@ -266,11 +266,22 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		lines("kubelet-ca-line", k.ca.pem)
 		return ssh.Result{Stdout: []byte(b.String())}, nil
 	})
-	k.n.on("systemctl restart kubelet", "", 0)
-	k.n.onFunc("ln -sfn", func(cmd string) (ssh.Result, error) {
-		target := strings.Trim(strings.Fields(cmd)[2], "'")
-		k.n.files[nodefacts.KubeletClientCert] = k.n.files[target]
+	k.n.onScriptFunc("systemd/restart", func(cmd string) (ssh.Result, error) {
+		if !strings.HasSuffix(cmd, "systemctl restart 'kubelet'\n") {
+			t.Errorf("restarted another unit than the kubelet: %q", cmd)
+			return ssh.Result{ExitCode: 5}, nil
+		}
 		return ssh.Result{}, nil
+	})
+	k.n.onScriptFunc("kubelet/client-link", func(cmd string) (ssh.Result, error) {
+		for _, line := range strings.Split(cmd, "\n") {
+			if f := strings.Fields(line); len(f) == 4 && f[0] == "ln" && f[1] == "-sfn" {
+				k.n.files[nodefacts.KubeletClientCert] = k.n.files[strings.Trim(f[2], "'")]
+				return ssh.Result{}, nil
+			}
+		}
+		t.Errorf("no link in %q", cmd)
+		return ssh.Result{ExitCode: 1}, nil
 	})
 	k.via.on("get --raw=/readyz", "", 0)
 	k.via.onFunc("get lease "+shell.Quote(name), func(string) (ssh.Result, error) {
@@ -343,6 +354,9 @@ func (k *kubeletNode) names(t *testing.T) *clientcmdapi.AuthInfo {
 	return kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
 }
 
+// restartedKubelet is the kubelet's restart among scriptSteps.
+const restartedKubelet = "systemd/restart: systemctl restart 'kubelet'"
+
 func uploads(m []string) []string {
 	var out []string
 	for _, c := range m {
@@ -375,8 +389,8 @@ func TestEmbeddedKubeletConfRepointed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := k.n.mutations()
-	if len(m) != 2 || m[0] != "upload "+nodefacts.KubeletConf || m[1] != "run systemctl restart kubelet" {
+	m := scriptSteps(k.n)
+	if len(m) != 2 || m[0] != "upload "+nodefacts.KubeletConf || m[1] != restartedKubelet {
 		t.Errorf("ran %q, want kubelet.conf written, then the kubelet restarted", m)
 	}
 	if auth := k.names(t); auth.ClientCertificate != nodefacts.KubeletClientCert || auth.ClientKey != nodefacts.KubeletClientCert || len(auth.ClientCertificateData)+len(auth.ClientKeyData) > 0 {
@@ -413,9 +427,9 @@ func TestEmbeddedPairStored(t *testing.T) {
 	if _, err := k.update(st); err != nil {
 		t.Fatal(err)
 	}
-	m := k.n.mutations()
+	m := scriptSteps(k.n)
 	up := uploads(m)
-	if len(m) != 4 || len(up) != 2 || !strings.HasPrefix(up[0], nodefacts.KubeletPKIDir+"/kubelet-client-") || !strings.Contains(m[1], "ln -sfn") || up[1] != nodefacts.KubeletConf || m[3] != "run systemctl restart kubelet" {
+	if len(m) != 4 || len(up) != 2 || !strings.HasPrefix(up[0], nodefacts.KubeletPKIDir+"/kubelet-client-") || !strings.HasPrefix(m[1], "kubelet/client-link: ") || up[1] != nodefacts.KubeletConf || m[3] != restartedKubelet {
 		t.Fatalf("ran %q, want the pair stored and linked, kubelet.conf written, the kubelet restarted", m)
 	}
 	if pair := k.n.files[up[0]]; string(pair.content) != string(certPEM)+string(keyPEM) || pair.mode != 0o600 {
@@ -499,8 +513,8 @@ func TestKubeletRepairUndone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Lease") || !strings.Contains(err.Error(), "embedded one again") {
 		t.Errorf("error %v", err)
 	}
-	m := k.n.mutations()
-	want := []string{"upload " + nodefacts.KubeletConf, "run systemctl restart kubelet", "upload " + nodefacts.KubeletConf, "run systemctl restart kubelet"}
+	m := scriptSteps(k.n)
+	want := []string{"upload " + nodefacts.KubeletConf, restartedKubelet, "upload " + nodefacts.KubeletConf, restartedKubelet}
 	if !slices.Equal(m, want) {
 		t.Errorf("ran %q, want %q", m, want)
 	}

@@ -11,3 +11,7 @@ func TestSystemdScriptsGolden(t *testing.T) {
 		scriptstest.Golden(t, unitScript(name, "containerd"), "")
 	}
 }
+
+func TestKubeletScriptsGolden(t *testing.T) {
+	scriptstest.Golden(t, linkClientPair("/var/lib/kubelet/pki/kubelet-client-2026-12-04-23-55-00.pem"), "")
+}

@@ -52,15 +52,22 @@ func serveUnit(n *fakeNode, name string) *fakeUnit {
 	return u
 }
 
-// unitSteps are the systemd scripts that changed n, in order, each with
-// its command line.
-func unitSteps(n *fakeNode) []string {
+// scriptSteps is what changed n, in order: "upload PATH", or a script's
+// name with its last line ("systemd/enable: systemctl enable 'x'").
+func scriptSteps(n *fakeNode) []string {
 	var out []string
 	for _, e := range n.events {
 		if !e.mutating {
 			continue
 		}
-		name, _ := scripts.NameOf(e.cmd)
+		if e.kind == "upload" {
+			out = append(out, "upload "+e.cmd)
+			continue
+		}
+		name, ok := scripts.NameOf(e.cmd)
+		if !ok {
+			name = "(no script)"
+		}
 		lines := strings.Split(strings.TrimSpace(e.cmd), "\n")
 		out = append(out, name+": "+lines[len(lines)-1])
 	}
@@ -78,8 +85,8 @@ func TestServiceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/restart: systemctl restart 'containerd'"}; !slices.Equal(unitSteps(n), want) {
-		t.Errorf("create did %v", unitSteps(n))
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/restart: systemctl restart 'containerd'"}; !slices.Equal(scriptSteps(n), want) {
+		t.Errorf("create did %v", scriptSteps(n))
 	}
 	st := refresh(t, ctx, Service{}, in, created.Output)
 	if !st.Enabled || !st.Active {
@@ -99,8 +106,8 @@ func TestServiceLifecycle(t *testing.T) {
 	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: in, State: st}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/start: systemctl start 'containerd'"}; !slices.Equal(unitSteps(n), want) || !unit.active {
-		t.Errorf("repair did %v", unitSteps(n))
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/start: systemctl start 'containerd'"}; !slices.Equal(scriptSteps(n), want) || !unit.active {
+		t.Errorf("repair did %v", scriptSteps(n))
 	}
 
 	// Its configuration changed: restarted.
