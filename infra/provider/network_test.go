@@ -100,13 +100,13 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 		Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
 	w.on(in.memberCheck(), nodefacts.StateNone+"\n", 0)
 	w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
-	w.on("setsid sh -c", "started\n", 0)
+	w.onScript("detached/start", "started\n", 0)
 	joined := false
-	w.onFunc(`if [ -f "$d/rc" ]`, func(string) (ssh.Result, error) {
+	w.onScriptFunc("detached/poll", func(string) (ssh.Result, error) {
 		joined = true
 		return ssh.Result{Stdout: []byte("rc=0\nThis node has joined the cluster\n")}, nil
 	})
-	w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
+	w.onScript("detached/remove", "", 0)
 	cp.onFunc("get --raw=/readyz", refusedOnce(""))
 	cp.onScript("rejoin/node", "", 0)
 	cp.onFunc("create -f -", refusedOnce(""))
