@@ -55,12 +55,12 @@ func adminLab(t *testing.T, cp1, cp2 string, cp2Answers string) (*fakeLab, Kubea
 	lab := newFakeLab(t)
 	n1, n2 := lab.node("cp-1"), lab.node("cp-2")
 	n1.on(initState(), nodefacts.StateSetUp+"\n", 0)
-	n1.on(clusterUIDCmd, "", 1) // the API refuses the expired certificates
+	n1.onScript("cluster/uid", "", 1) // the API refuses the expired certificates
 	if cp1 != "" {
 		n1.put(adminConf, cp1, 0o600)
 	}
-	n2.on("get --raw=/readyz", cp2Answers+"\n", 0)
-	n2.on(clusterUIDCmd, "uid-1", 0)
+	n2.onScript("cluster/peer", cp2Answers+"\n", 0)
+	n2.onScript("cluster/uid", "uid-1", 0)
 	if cp2 != "" {
 		n2.put(adminConf, cp2, 0o600)
 	}
@@ -111,7 +111,7 @@ func TestAPeerWithDataButNoAPIKeepsTheCluster(t *testing.T) {
 	lab := newFakeLab(t)
 	n1, n2 := lab.node("cp-1"), lab.node("cp-2")
 	n1.on(initState(), nodefacts.StateNone+"\n", 0)
-	n2.on("get --raw=/readyz", peerData+"\n", 0)
+	n2.onScript("cluster/peer", peerData+"\n", 0)
 	in := KubeadmInitArgs{Connection: lab.conn("cp-1"), Peers: []Connection{lab.conn("cp-2")}, ConfigSha: "a"}
 	last := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: "apiVersion: v1", ClusterUID: "uid-1"}
 	st := refresh(t, lab.ctx(), KubeadmInit{}, in, last)
@@ -122,7 +122,7 @@ func TestAPeerWithDataButNoAPIKeepsTheCluster(t *testing.T) {
 		t.Errorf("changes %v", kinds(d))
 	}
 	// Without the data it is no cluster, as before.
-	n2.on("get --raw=/readyz", nodefacts.StateNone+"\n", 0)
+	n2.onScript("cluster/peer", nodefacts.StateNone+"\n", 0)
 	if st := refresh(t, lab.ctx(), KubeadmInit{}, in, last); st.Initialized {
 		t.Error("blank nodes read as a cluster")
 	}

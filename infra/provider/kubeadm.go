@@ -64,13 +64,18 @@ type KubeadmInitState struct {
 	PartialRepair string `pulumi:"partialRepair,optional"`
 }
 
-// clusterUIDCmd prints the cluster's identity.
-const clusterUIDCmd = kubectl + " get namespace kube-system -o jsonpath='{.metadata.uid}'"
+// clusterArgs are the values of the scripts that ask the API through a
+// control-plane node's admin.conf (cluster/, leave/): Node, where the
+// script is about one.
+type clusterArgs struct {
+	Kubectl string
+	Node    string
+}
 
 // readClusterUID is the cluster's identity, read through a node whose
 // admin.conf the API answers to; "" when the API does not say.
 func readClusterUID(ctx context.Context, c ssh.Executor) string {
-	out, code, err := query(ctx, c, scripts.Legacy(clusterUIDCmd))
+	out, code, err := query(ctx, c, scripts.Render("cluster/uid", clusterArgs{Kubectl: kubectl}))
 	if err != nil || code != 0 {
 		return ""
 	}
@@ -103,24 +108,32 @@ func initState() string {
 	return nodefacts.StateScript(files[:1], files[1:]...)
 }
 
-// resetKeepingCAs undoes an interrupted kubeadm run. kubeadm reset deletes
-// the certificates directory, CAs included; the CAs are the bundle's and
-// must survive, or the retry would mint a new cluster identity. It deletes
-// etcd's data directory too: the data is moved aside before it runs. The
-// node's etcd member, if it has one, was removed first (removeOwnMember):
-// kubeadm's own removal is skipped.
-var resetKeepingCAs = `set -e
-b=` + nodefacts.KubernetesDir + `/.homelab-ca-keep
-rm -rf "$b"; mkdir -p "$b/etcd"
-for f in ` + strings.Join(nodefacts.IdentityFiles, " ") + `; do
-  [ -f ` + nodefacts.PKIDir + `/$f ] && cp -p ` + nodefacts.PKIDir + `/$f "$b/$f"
-done
-` + etcdAsideScript + `
-kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
-rm -rf ` + nodefacts.ManifestsDir + `/* ` + nodefacts.KubernetesDir + `/*.conf ` + nodefacts.MarkerGlob + `
-mkdir -p ` + nodefacts.PKIDir + `/etcd
-cp -rp "$b"/. ` + nodefacts.PKIDir + `/
-rm -rf "$b"`
+// etcdAsideArgs are kubeadm/etcd-aside's values, which every reset
+// includes: reportAside reads back the line it prints.
+type etcdAsideArgs struct {
+	Member, AsideDir, EtcdPattern, AsidePrefix string
+}
+
+var etcdAside = etcdAsideArgs{Member: nodefacts.EtcdMemberDir, AsideDir: nodefacts.EtcdAsideDir,
+	EtcdPattern: nodefacts.ProcessPattern(nodefacts.Etcd), AsidePrefix: asidePrefix}
+
+// resetKeepCAsArgs are kubeadm/reset-keep-cas's values. MarkerGlob is
+// the product's own glob, not one word.
+type resetKeepCAsArgs struct {
+	etcdAsideArgs
+	Keep, PKI, Manifests, KubeDir, MarkerGlob string
+	Identity                                  []string
+}
+
+// resetKeepingCAs undoes an interrupted kubeadm run: the CAs are the
+// bundle's and must survive it, or the retry would mint a new cluster
+// identity, and etcd's data is moved aside, not deleted. The node's etcd
+// member, if it has one, was removed first (removeOwnMember).
+func resetKeepingCAs() scripts.Script {
+	return scripts.Render("kubeadm/reset-keep-cas", resetKeepCAsArgs{etcdAsideArgs: etcdAside,
+		Keep: nodefacts.KubernetesDir + "/.homelab-ca-keep", PKI: nodefacts.PKIDir, Manifests: nodefacts.ManifestsDir,
+		KubeDir: nodefacts.KubernetesDir, MarkerGlob: nodefacts.MarkerGlob, Identity: nodefacts.IdentityFiles})
+}
 
 // uninterrupted lets a command finish when the user cancels an up:
 // killing it half-way leaves a node that needs a reset. A bound still
@@ -129,6 +142,17 @@ func mustFinish(ctx context.Context, c ssh.Executor, node, what string, cmd scri
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
 	defer cancel()
 	return must(ctx, c, node, what, cmd)
+}
+
+// kubeadmRunArgs are kubeadm/init's and kubeadm/join's values: the
+// config file, the completion marker, and the preflight errors to
+// ignore, comma-separated as kubeadm takes them ("" for none).
+type kubeadmRunArgs struct {
+	Config, Marker, IgnorePreflight string
+}
+
+func initScript(in KubeadmInitArgs) scripts.Script {
+	return scripts.Render("kubeadm/init", kubeadmRunArgs{Config: in.ConfigPath, Marker: nodefacts.InitMarker, IgnorePreflight: strings.Join(in.IgnorePreflight, ",")})
 }
 
 func preflightFlag(ignore []string) string {
@@ -214,15 +238,13 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 					"no other control-plane node serves the cluster, and no completion marker says the node was set up: an init that never finished, or a cluster built without homelab, which homelab adopt takes over")
 			}
 			p.GetLogger(ctx).Warningf("%s: an earlier kubeadm init was interrupted; resetting it (CAs kept, etcd data moved aside)", node)
-			out, err := mustFinish(ctx, c, node, "resetting the interrupted init", scripts.Legacy(resetKeepingCAs))
+			out, err := mustFinish(ctx, c, node, "resetting the interrupted init", resetKeepingCAs())
 			reportAside(ctx, node, out)
 			if err != nil {
 				return err
 			}
 		}
-		cmd := "kubeadm init --config " + shell.Quote(in.ConfigPath) + " --skip-token-print --skip-certificate-key-print" + preflightFlag(in.IgnorePreflight) +
-			" && touch " + nodefacts.InitMarker
-		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", scripts.Legacy(cmd)); err != nil {
+		if _, err := runDetached(ctx, c, node, initRun, "kubeadm init", initScript(in)); err != nil {
 			return err
 		}
 		if err := deleteInitTokens(context.WithoutCancel(ctx), c, node); err != nil {
@@ -247,8 +269,11 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	return nil
 }
 
+// uploadConfigArgs are kubeadm/upload-config's values.
+type uploadConfigArgs struct{ Config string }
+
 func uploadConfig(ctx context.Context, c ssh.Executor, node, configPath string) error {
-	_, err := must(ctx, c, node, "uploading the kubeadm config", scripts.Legacy("kubeadm init phase upload-config kubeadm --config "+shell.Quote(configPath)))
+	_, err := must(ctx, c, node, "uploading the kubeadm config", scripts.Render("kubeadm/upload-config", uploadConfigArgs{Config: configPath}))
 	return err
 }
 
@@ -305,6 +330,19 @@ var clusterSearch = keepOrRecheck(func(clusterSeen) clusterSeen { return cluster
 // does not answer (an expired control plane, or one being repaired).
 const peerData = "data"
 
+// peerStateArgs are cluster/peer's values: what it prints for a peer the
+// cluster runs on (Live), one holding its data only (Data), and one
+// without it (None).
+type peerStateArgs struct {
+	Kubectl, AdminConf, MemberDir string
+	Live, Data, None              string
+}
+
+func peerCheck() scripts.Script {
+	return scripts.Render("cluster/peer", peerStateArgs{Kubectl: kubectl, AdminConf: adminConf, MemberDir: nodefacts.EtcdMemberDir,
+		Live: nodefacts.StateSetUp, Data: peerData, None: nodefacts.StateNone})
+}
+
 // clusterExists looks for the cluster on the bootstrap node, then on its
 // peers, and returns admin.conf and the cluster's identity from where it
 // runs. An admin.conf whose client certificate expired is taken only when
@@ -315,17 +353,17 @@ const peerData = "data"
 func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, known bool) {
 	var expired liveCluster
 	unsure := false
+	peer := peerCheck()
 	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
-		check := initState()
+		check := scripts.Legacy(initState())
 		if i > 0 {
-			check = "if test -f " + adminConf + " && " + kubectl + " get --raw=/readyz >/dev/null 2>&1; then echo " + nodefacts.StateSetUp +
-				"; elif test -d " + nodefacts.EtcdMemberDir + "; then echo " + peerData + "; else echo " + nodefacts.StateNone + "; fi"
+			check = peer
 		}
 		// Its read never fails: a node that cannot tell is one without
 		// the cluster.
 		seen, _ := readNode(ctx, conn, clusterSeen{}, clusterSearch, func(c ssh.Executor) (clusterSeen, error) {
 			seen := clusterSeen{checked: true}
-			out, _, _ := query(ctx, c, scripts.Legacy(check))
+			out, _, _ := query(ctx, c, check)
 			switch strings.TrimSpace(out) {
 			case nodefacts.StateSetUp:
 				if kc, err := c.Read(ctx, adminConf); err == nil {
@@ -619,11 +657,14 @@ func awaitSettledJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	return awaitJoinedNetwork(ctx, cl, clNode, in.Connection.Node)
 }
 
+// pendingArgs are detached/pending's values.
+type pendingArgs struct{ Dir string }
+
 // settleDetached waits for (or collects) a detached run of name left by an
 // earlier up, and says whether there was one.
 func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
 	d := runsDir + "/" + name
-	out, _, err := query(ctx, c, scripts.Legacy("test -d "+shell.Quote(d)+" && echo pending"))
+	out, _, err := query(ctx, c, scripts.Render("detached/pending", pendingArgs{Dir: d}))
 	if err != nil || strings.TrimSpace(out) != "pending" {
 		return false, err
 	}
@@ -681,7 +722,7 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 		}
 	}
 	p.GetLogger(ctx).Warningf("%s: an earlier kubeadm run was interrupted; resetting it before the join (CAs kept, etcd data moved aside)", node)
-	out, err := mustFinish(ctx, c, node, "resetting the interrupted join", scripts.Legacy(resetKeepingCAs))
+	out, err := mustFinish(ctx, c, node, "resetting the interrupted join", resetKeepingCAs())
 	reportAside(ctx, node, out)
 	return err
 }

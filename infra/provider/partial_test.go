@@ -28,11 +28,13 @@ func partialBootstrap(t *testing.T, present ...string) (*fakeLab, *fakeNode) {
 // dataDeleted reports the commands that delete etcd's member data in
 // place rather than moving it aside: an rm of it, or a kubeadm reset
 // (which deletes etcd's data directory) before the data was moved.
+// Scripts quote paths: a path reads the same quoted or not.
 func dataDeleted(n *fakeNode) []string {
 	var out []string
 	for _, m := range n.mutations() {
 		moved := false
 		for _, line := range strings.Split(m, "\n") {
+			line = strings.ReplaceAll(line, "'", "")
 			words := strings.Fields(line)
 			switch {
 			case strings.Contains(line, "mv "+nodefacts.EtcdMemberDir+" "):
@@ -67,7 +69,7 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 				return ssh.Result{Stdout: []byte("wrote " + adminConf + "\n")}, nil
 			})
 			n.on("get --raw=/readyz", "ok", 0)
-			n.on(clusterUIDCmd, "uid-1", 0)
+			n.onScript("cluster/uid", "uid-1", 0)
 			n.on("kubeadm reset", "", 0)
 			n.on("kubeadm init --config", "", 0)
 			in := KubeadmInitArgs{Connection: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}
@@ -104,13 +106,13 @@ func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 		t.Run("allow="+allow, func(t *testing.T) {
 			t.Setenv(EnvAllowDestroy, allow)
 			lab, n := partialBootstrap(t, nodefacts.EtcdWALDir)
-			n.on("kubeadm reset", asidePrefix+nodefacts.EtcdAsideDir+"/20260101T000000Z/member\n", 0)
+			n.onScript("kubeadm/reset-keep-cas", asidePrefix+nodefacts.EtcdAsideDir+"/20260101T000000Z/member\n", 0)
 			n.onScript("detached/start", "started\n", 0)
 			n.onScript("detached/poll", "rc=0\n", 0)
 			n.onScript("detached/remove", "", 0)
 			n.onScript("token/delete-init", "", 0)
 			n.on("get secrets", "", 0)
-			n.on(clusterUIDCmd, "uid-2", 0)
+			n.onScript("cluster/uid", "uid-2", 0)
 			n.put(adminConf, "apiVersion: v1\n", 0o600)
 			in := KubeadmInitArgs{Connection: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}
 			err := bootstrap(lab.ctx(), in, &KubeadmInitState{})
@@ -126,7 +128,7 @@ func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 			if d := dataDeleted(n); len(d) > 0 {
 				t.Errorf("etcd data deleted: %v", d)
 			}
-			if !n.asked("mv " + nodefacts.EtcdMemberDir) {
+			if n.ran("kubeadm/reset-keep-cas") != 1 || !n.asked("mv "+shell.Quote(nodefacts.EtcdMemberDir)) {
 				t.Errorf("the consented reset did not move the data aside: %v", n.mutations())
 			}
 		})

@@ -115,8 +115,8 @@ func TestClusterFoundOnAPeer(t *testing.T) {
 	lab := newFakeLab(t)
 	lab.node("cp-1").dialErr = keyRefusedErr("cp-1")
 	cp2 := lab.node("cp-2")
-	cp2.on("get --raw=/readyz", nodefacts.StateSetUp+"\n", 0)
-	cp2.on(clusterUIDCmd, "uid-2", 0)
+	cp2.onScript("cluster/peer", nodefacts.StateSetUp+"\n", 0)
+	cp2.onScript("cluster/uid", "uid-2", 0)
 	cp2.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
 	in := KubeadmInitArgs{Connection: lab.conn("cp-1"), Peers: []Connection{lab.conn("cp-2")}}
 	st := refresh(t, lab.ctx(), KubeadmInit{}, in, KubeadmInitState{KubeadmInitArgs: in})

@@ -1,0 +1,21 @@
+# homelab: kubeadm/etcd-aside
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Moves this node's etcd member data (.Member) to a new directory under
+# .AsideDir before a kubeadm reset, which deletes etcd's data directory:
+# the data is kept, never deleted. etcd is stopped first (its kubelet,
+# then the process), so the copy is whole (a rename on one filesystem, a
+# copy across two). Prints .AsidePrefix followed by where the data went;
+# nothing when the node holds none. The reset scripts include it; its
+# variable is a.
+if [ -d '/var/lib/etcd/member' ]; then
+	systemctl stop kubelet >/dev/null 2>&1 || true
+	pkill -f '^([^ ]*/)?etcd( |$)' || true
+	for _ in $(seq 30); do pgrep -f '^([^ ]*/)?etcd( |$)' >/dev/null || break; sleep 1; done
+	a='/var/lib/homelab/etcd-aside'/$(date -u +%Y%m%dT%H%M%SZ)
+	mkdir -p "$a"
+	chmod 700 '/var/lib/homelab/etcd-aside' "$a"
+	mv '/var/lib/etcd/member' "$a/"
+	echo 'etcd-aside='"$a/member"
+fi
