@@ -155,6 +155,10 @@ func initScript(in KubeadmInitArgs) scripts.Script {
 	return scripts.Render("kubeadm/init", kubeadmRunArgs{Config: in.ConfigPath, Marker: nodefacts.InitMarker, IgnorePreflight: strings.Join(in.IgnorePreflight, ",")})
 }
 
+func joinScript(in KubeadmJoinArgs) scripts.Script {
+	return scripts.Render("kubeadm/join", kubeadmRunArgs{Config: in.ConfigPath, Marker: nodefacts.JoinMarker, IgnorePreflight: strings.Join(in.IgnorePreflight, ",")})
+}
+
 func preflightFlag(ignore []string) string {
 	if len(ignore) == 0 {
 		return ""
@@ -637,10 +641,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	if err := c.Upload(ctx, in.ConfigPath, []byte(in.Config), 0o600); err != nil {
 		return fmt.Errorf("%s: writing the join config: %w", node, err)
 	}
-	cfg := shell.Quote(in.ConfigPath)
-	cmd := "kubeadm join --config " + cfg + preflightFlag(in.IgnorePreflight) + "; rc=$?; rm -f " + cfg +
-		"; [ $rc -eq 0 ] && touch " + nodefacts.JoinMarker + "; exit $rc"
-	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", scripts.Legacy(cmd)); err != nil {
+	if _, err := runDetached(ctx, c, node, joinRun, "kubeadm join", joinScript(in)); err != nil {
 		return err
 	}
 	return awaitJoinedNetwork(ctx, cl, clNode, node)
@@ -756,6 +757,7 @@ func removeOwnMember(ctx context.Context, in KubeadmJoinArgs, keep bool) error {
 // answers to: via, else the first peer that does.
 func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh.Executor, string, error) {
 	var problems []string
+	readyz := scripts.Render("cluster/readyz", clusterArgs{Kubectl: kubectl})
 	for _, conn := range append([]Connection{via}, peers...) {
 		if conn.Host == "" {
 			continue
@@ -765,7 +767,7 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh
 			problems = append(problems, err.Error())
 			continue
 		}
-		r, err := outliveBlips(ctx, func() (ssh.Result, error) { return c.Query(ctx, kubectl+" get --raw=/readyz >/dev/null") })
+		r, err := outliveBlips(ctx, func() (ssh.Result, error) { return c.Query(ctx, readyz.String()) })
 		if err == nil && r.ExitCode == 0 {
 			return c, conn.Node, nil
 		}
@@ -778,7 +780,7 @@ func clusterClient(ctx context.Context, via Connection, peers []Connection) (ssh
 // nodeReady reports whether the cluster has a Node of that name reporting
 // Ready.
 func nodeReady(ctx context.Context, c ssh.Executor, node string) (bool, error) {
-	out, code, err := query(ctx, c, scripts.Legacy(kubectl+" get node "+shell.Quote(node)+` --ignore-not-found -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'`))
+	out, code, err := query(ctx, c, scripts.Render("cluster/node-ready", clusterArgs{Kubectl: kubectl, Node: node}))
 	if err != nil {
 		return false, err
 	}

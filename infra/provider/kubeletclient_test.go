@@ -283,14 +283,14 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		t.Errorf("no link in %q", cmd)
 		return ssh.Result{ExitCode: 1}, nil
 	})
-	k.via.on("get --raw=/readyz", "", 0)
+	k.via.onScript("cluster/readyz", "", 0)
 	k.via.onFunc("get lease "+shell.Quote(name), func(string) (ssh.Result, error) {
 		if k.works() {
 			k.renewals++
 		}
 		return ssh.Result{Stdout: []byte(fmt.Sprintf("2027-01-01T00:00:%02d.000000Z 40", k.renewals))}, nil
 	})
-	k.via.on("get node "+shell.Quote(name)+" --ignore-not-found -o jsonpath", "True", 0)
+	k.via.onScript("cluster/node-ready", "True", 0)
 	return k
 }
 
@@ -530,7 +530,7 @@ func TestKubeletRepairWaitsForTheAPI(t *testing.T) {
 	certPEM, keyPEM := k.ca.pair("gpu-1", time.Now().Add(300*24*time.Hour))
 	k.embed(t, time.Now().Add(100*24*time.Hour), nodefacts.PairPEM(certPEM, keyPEM))
 	st := k.refreshed(t)
-	k.via.on("get --raw=/readyz", "", 1)
+	k.via.onScript("cluster/readyz", "", 1)
 	out, err := k.update(st)
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 		return ssh.Result{Stdout: []byte("rc=0\nThis node has joined the cluster\n")}, nil
 	})
 	w.onScript("detached/remove", "", 0)
-	cp.onFunc("get --raw=/readyz", refusedOnce(""))
+	cp.onScriptFunc("cluster/readyz", refusedOnce(""))
 	cp.onScript("rejoin/node", "", 0)
 	cp.onFunc("create -f -", refusedOnce(""))
 	cp.onScript("token/delete", "", 0)
@@ -158,7 +158,7 @@ func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 			}
 			w.on(`if [ -f "$d/rc" ]`, "rc=0\nThis node has joined the cluster\n", 0)
 			w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
-			cp.on("get --raw=/readyz", "", 0)
+			cp.onScript("cluster/readyz", "", 0)
 			cp.onScript("dataplane/agents", "daemonset.apps/cilium\n", 0)
 			polls := 0
 			cp.onScriptFunc("dataplane/node-ready", readyOf(t, "gpu-1", func() (ssh.Result, error) {

@@ -14,11 +14,17 @@ func TestKubeadmScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, initScript(boot), "")
 	boot.IgnorePreflight = []string{"NumCPU", "Mem"}
 	scriptstest.Golden(t, initScript(boot), "ignore-preflight")
+	join := KubeadmJoinArgs{ConfigPath: "/etc/kubernetes/kubeadm/join.yaml"}
+	scriptstest.Golden(t, joinScript(join), "")
+	join.IgnorePreflight = []string{"NumCPU"}
+	scriptstest.Golden(t, joinScript(join), "ignore-preflight")
 	scriptstest.Golden(t, scripts.Render("kubeadm/upload-config", uploadConfigArgs{Config: "/etc/kubernetes/kubeadm/init.yaml"}), "")
 	scriptstest.Golden(t, scripts.Render("kubeadm/etcd-aside", etcdAside), "")
 	scriptstest.Golden(t, resetKeepingCAs(), "")
 
 	scriptstest.Golden(t, scripts.Render("cluster/uid", clusterArgs{Kubectl: kubectl}), "")
+	scriptstest.Golden(t, scripts.Render("cluster/readyz", clusterArgs{Kubectl: kubectl}), "")
 	scriptstest.Golden(t, peerCheck(), "")
+	scriptstest.Golden(t, scripts.Render("cluster/node-ready", clusterArgs{Kubectl: kubectl, Node: "gpu-1"}), "")
 	scriptstest.Golden(t, scripts.Render("detached/pending", pendingArgs{Dir: runsDir + "/" + joinRun}), "")
 }
