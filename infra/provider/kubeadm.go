@@ -891,6 +891,20 @@ func leftovers(controlPlane bool) string {
 	return "its kubelet credentials"
 }
 
+// resetArgs are kubeadm/reset's values. MarkerGlob is the product's own
+// glob, not one word.
+type resetArgs struct {
+	etcdAsideArgs
+	Manifests, KubeDir, MarkerGlob, Runs, EtcdData, KubeletPKI string
+}
+
+// resetNode resets a node leaving the cluster, its etcd data moved aside.
+func resetNode() scripts.Script {
+	return scripts.Render("kubeadm/reset", resetArgs{etcdAsideArgs: etcdAside,
+		Manifests: nodefacts.ManifestsDir, KubeDir: nodefacts.KubernetesDir, MarkerGlob: nodefacts.MarkerGlob,
+		Runs: runsDir, EtcdData: nodefacts.EtcdDataDir, KubeletPKI: nodefacts.KubeletPKIDir})
+}
+
 // Delete takes the node out of the cluster: drained (workers), its Node
 // deleted, its etcd member removed (control-plane nodes; checked against
 // quorum first, and a failure stops here, before the reset), then reset.
@@ -925,17 +939,14 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	// one's behaviour has changed across versions, kubernetes#71398), and
 	// the cluster would keep a node whose machine is reset right after.
 	stopKubelet := func() {
-		if _, err := c.Run(ctx, "systemctl stop kubelet"); err != nil {
+		if _, err := c.Run(ctx, scripts.Render("leave/stop-kubelet", nil).String()); err != nil {
 			p.GetLogger(ctx).Warningf("%s: stopping the kubelet: %v", node, err)
 		}
 	}
 	if err := forgetNode(ctx, st, stopKubelet); err != nil {
 		return infer.DeleteResponse{}, err
 	}
-	out, err = mustFinish(ctx, c, node, "kubeadm reset", scripts.Legacy(etcdAsideScript+"\n"+
-		"kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1; systemctl stop kubelet >/dev/null 2>&1; rm -rf "+
-		nodefacts.ManifestsDir+"/* "+nodefacts.KubernetesDir+"/*.conf "+nodefacts.MarkerGlob+" "+runsDir+" "+nodefacts.EtcdDataDir+" "+nodefacts.KubeletPKIDir+"; true"))
-
+	out, err = mustFinish(ctx, c, node, "kubeadm reset", resetNode())
 	reportAside(ctx, node, out)
 	return infer.DeleteResponse{}, err
 }
@@ -946,14 +957,14 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error {
 	node := st.Connection.Node
 	if cl, clNode, err := clusterClient(ctx, st.Via, st.Peers); err == nil {
-		name := shell.Quote(node)
+		a := clusterArgs{Kubectl: kubectl, Node: node}
 		if !st.ControlPlane {
-			_, _ = cl.Run(ctx, kubectl+" drain "+name+" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s")
+			_, _ = cl.Run(ctx, scripts.Render("leave/drain", a).String())
 		}
 		if drained != nil {
 			drained()
 		}
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Legacy(kubectl+" delete node "+name+" --ignore-not-found --wait=false")); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("leave/delete-node", a)); err != nil {
 			p.GetLogger(ctx).Warning(err.Error())
 		}
 		cl.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -163,24 +164,24 @@ func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
 	n, cp := lab.node("gpu-1"), lab.node("cp-1")
 	st := KubeadmJoinState{KubeadmJoinArgs: KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1")}, Joined: true}
 	n.on(st.memberCheck(), nodefacts.StateSetUp+"\n", 0)
-	n.on("systemctl stop kubelet", "", 0)
-	n.on("kubeadm reset", "", 0)
-	cp.on("get --raw=/readyz", "ok", 0)
-	cp.on(" drain ", "", 0)
-	cp.on(" delete node ", "", 0)
+	n.onScript("leave/stop-kubelet", "", 0)
+	n.onScript("kubeadm/reset", "", 0)
+	cp.onScript("cluster/readyz", "ok", 0)
+	cp.onScript("leave/drain", "", 0)
+	cp.onScript("leave/delete-node", "", 0)
 	if _, err := (KubeadmJoin{}).Delete(lab.ctx(), infer.DeleteRequest[KubeadmJoinState]{ID: "id", State: st}); err != nil {
 		t.Fatal(err)
 	}
-	at := func(node *fakeNode, s string) int {
+	at := func(node *fakeNode, script string) int {
 		for _, e := range node.events {
-			if strings.Contains(e.cmd, s) {
+			if name, _ := scripts.NameOf(e.cmd); name == script {
 				return e.seq
 			}
 		}
-		t.Fatalf("%s never ran %q", node.name, s)
+		t.Fatalf("%s never ran %s", node.name, script)
 		return 0
 	}
-	drain, stop, del, reset := at(cp, " drain "), at(n, "systemctl stop kubelet"), at(cp, " delete node "), at(n, "kubeadm reset")
+	drain, stop, del, reset := at(cp, "leave/drain"), at(n, "leave/stop-kubelet"), at(cp, "leave/delete-node"), at(n, "kubeadm/reset")
 	if !(drain < stop && stop < del && del < reset) {
 		t.Errorf("order: drain %d, kubelet stopped %d, Node deleted %d, reset %d", drain, stop, del, reset)
 	}

@@ -21,10 +21,15 @@ func TestKubeadmScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, scripts.Render("kubeadm/upload-config", uploadConfigArgs{Config: "/etc/kubernetes/kubeadm/init.yaml"}), "")
 	scriptstest.Golden(t, scripts.Render("kubeadm/etcd-aside", etcdAside), "")
 	scriptstest.Golden(t, resetKeepingCAs(), "")
+	scriptstest.Golden(t, resetNode(), "")
 
 	scriptstest.Golden(t, scripts.Render("cluster/uid", clusterArgs{Kubectl: kubectl}), "")
 	scriptstest.Golden(t, scripts.Render("cluster/readyz", clusterArgs{Kubectl: kubectl}), "")
 	scriptstest.Golden(t, peerCheck(), "")
-	scriptstest.Golden(t, scripts.Render("cluster/node-ready", clusterArgs{Kubectl: kubectl, Node: "gpu-1"}), "")
+	node := clusterArgs{Kubectl: kubectl, Node: "gpu-1"}
+	scriptstest.Golden(t, scripts.Render("cluster/node-ready", node), "")
+	scriptstest.Golden(t, scripts.Render("leave/drain", node), "")
+	scriptstest.Golden(t, scripts.Render("leave/stop-kubelet", nil), "")
+	scriptstest.Golden(t, scripts.Render("leave/delete-node", node), "")
 	scriptstest.Golden(t, scripts.Render("detached/pending", pendingArgs{Dir: runsDir + "/" + joinRun}), "")
 }

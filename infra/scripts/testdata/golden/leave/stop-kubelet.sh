@@ -1,0 +1,8 @@
+# homelab: leave/stop-kubelet
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Stops the kubelet of a node leaving the cluster, once drained and before
+# its Node is deleted: a kubelet still running could register the Node
+# again. Prints systemctl's output.
+systemctl stop kubelet
