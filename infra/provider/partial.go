@@ -12,7 +12,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A node kubeadm left "partial" (its completion marker or one of the
@@ -50,23 +49,9 @@ func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
 	}, nil
 }
 
-// asidePrefix starts the line etcdAsideScript prints with where the data
-// went.
+// asidePrefix starts the line kubeadm/etcd-aside prints with where the
+// data went.
 const asidePrefix = "etcd-aside="
-
-// etcdAsideScript moves the node's etcd member data to a new directory
-// under nodefacts.EtcdAsideDir, etcd stopped first so the copy is whole
-// (a rename on one filesystem, a copy across two). It runs before kubeadm
-// reset, which deletes etcd's data directory.
-var etcdAsideScript = `if [ -d ` + nodefacts.EtcdMemberDir + ` ]; then
-  systemctl stop kubelet >/dev/null 2>&1 || true
-  pkill -f ` + shell.Quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` || true
-  for i in $(seq 30); do pgrep -f ` + shell.Quote(nodefacts.ProcessPattern(nodefacts.Etcd)) + ` >/dev/null || break; sleep 1; done
-  a=` + nodefacts.EtcdAsideDir + `/$(date -u +%Y%m%dT%H%M%SZ)
-  mkdir -p "$a"; chmod 700 ` + nodefacts.EtcdAsideDir + ` "$a"
-  mv ` + nodefacts.EtcdMemberDir + ` "$a/"
-  echo "` + asidePrefix + `$a/member"
-fi`
 
 // reportAside tells where a reset put the node's etcd data and how to
 // bring it back; out is the reset script's output.

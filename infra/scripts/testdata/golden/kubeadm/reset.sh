@@ -6,13 +6,12 @@ set -eu
 # homelab left on it goes (.Manifests, the kubeconfigs in .KubeDir, the
 # completion markers .MarkerGlob, the detached runs .Runs, etcd's data
 # directory .EtcdData, the kubelet's credentials .KubeletPKI) and its
-# kubelet is stopped; etcd's member data is moved aside first. Best
-# effort: the node is out of the cluster's records already, and nothing
-# here fails its removal. Prints where etcd's data went, if anywhere.
+# kubelet is stopped; etcd's member data is moved aside first. Past
+# that, best effort: the node is out of the cluster's records already.
+# Prints where etcd's data went, if anywhere.
 #
-# set -e does not apply inside a list left of ||: a failure moving the
-# data aside does not stop the reset, as before scripts were files.
-{
+# A failure moving the data aside stops the reset (set -e): kubeadm reset
+# and the removal below would delete the data it failed to keep.
 # Moves this node's etcd member data (.Member) to a new directory under
 # .AsideDir before a kubeadm reset, which deletes etcd's data directory:
 # the data is kept, never deleted. etcd is stopped first (its kubelet,
@@ -30,7 +29,6 @@ if [ -d '/var/lib/etcd/member' ]; then
 	mv '/var/lib/etcd/member' "$a/"
 	echo 'etcd-aside='"$a/member"
 fi
-} || true
 kubeadm reset -f --skip-phases=remove-etcd-member >/dev/null 2>&1 || true
 systemctl stop kubelet >/dev/null 2>&1 || true
 rm -rf '/etc/kubernetes/manifests'/* '/etc/kubernetes'/*.conf /etc/kubernetes/.homelab-*-complete '/var/lib/homelab/runs' '/var/lib/etcd' '/var/lib/kubelet/pki' || true
