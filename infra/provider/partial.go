@@ -93,9 +93,6 @@ func repairScript(configPath string) scripts.Script {
 	return scripts.Render("bootstrap/repair", a)
 }
 
-// readyzArgs are bootstrap/readyz's values.
-type readyzArgs struct{ Kubectl string }
-
 // repairBootstrap repairs a set-up bootstrap node that lost files, and
 // waits (bounded) for its API: the cluster it serves is the one its etcd
 // data holds, never a new one.
@@ -111,7 +108,7 @@ func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath strin
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probesOf(ctx).timeout)
 	defer cancel()
-	readyz := scripts.Render("bootstrap/readyz", readyzArgs{Kubectl: kubectl})
+	readyz := scripts.Render("cluster/readyz", clusterArgs{Kubectl: kubectl})
 	for {
 		if _, code, err := query(wctx, c, readyz); err == nil && code == 0 {
 			return nil

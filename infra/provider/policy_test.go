@@ -168,7 +168,7 @@ func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
 	n.onScript("kubeadm/reset", "", 0)
 	cp.onScript("cluster/readyz", "ok", 0)
 	cp.onScript("leave/drain", "", 0)
-	cp.onScript("leave/delete-node", "", 0)
+	cp.onScript("kubectl/delete-node", "", 0)
 	if _, err := (KubeadmJoin{}).Delete(lab.ctx(), infer.DeleteRequest[KubeadmJoinState]{ID: "id", State: st}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
 		t.Fatalf("%s never ran %s", node.name, script)
 		return 0
 	}
-	drain, stop, del, reset := at(cp, "leave/drain"), at(n, "leave/stop-kubelet"), at(cp, "leave/delete-node"), at(n, "kubeadm/reset")
+	drain, stop, del, reset := at(cp, "leave/drain"), at(n, "leave/stop-kubelet"), at(cp, "kubectl/delete-node"), at(n, "kubeadm/reset")
 	if !(drain < stop && stop < del && del < reset) {
 		t.Errorf("order: drain %d, kubelet stopped %d, Node deleted %d, reset %d", drain, stop, del, reset)
 	}

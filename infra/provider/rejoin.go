@@ -60,7 +60,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 			p.GetLogger(ctx).Infof("%s: its Node is still Ready but its lease was not renewed: the previous machine is gone", node)
 		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("rejoin/delete-node", args)); err != nil {
+		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("kubectl/delete-node", args)); err != nil {
 			return err
 		}
 	}
@@ -128,11 +128,6 @@ func readLease(ctx context.Context, cl ssh.Executor, clNode, node string) (renew
 	return renew, duration, nil
 }
 
-// peerArgs are bootstrap/peer's values.
-type peerArgs struct {
-	Kubectl, AdminConf, MemberDir string
-}
-
 // livePeer is the first peer whose control plane answers: the cluster
 // already exists there. An unreachable peer, or one holding etcd data
 // whose API does not answer, leaves the question open, and an init then
@@ -145,16 +140,16 @@ func livePeer(ctx context.Context, peers []Connection) (*Connection, error) {
 			unsure = append(unsure, fmt.Sprintf("%s is unreachable (%v)", peer.Node, err))
 			continue
 		}
-		out, _, err := query(ctx, c, scripts.Render("bootstrap/peer", peerArgs{Kubectl: kubectl, AdminConf: adminConf, MemberDir: nodefacts.EtcdMemberDir}))
+		out, _, err := query(ctx, c, peerCheck())
 		c.Close()
 		if err != nil {
 			unsure = append(unsure, fmt.Sprintf("%s: %v", peer.Node, err))
 			continue
 		}
 		switch strings.TrimSpace(out) {
-		case "live":
+		case nodefacts.StateSetUp:
 			return &peers[i], nil
-		case "data":
+		case peerData:
 			unsure = append(unsure, peer.Node+" holds etcd data but its API does not answer")
 		}
 	}

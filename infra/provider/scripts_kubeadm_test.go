@@ -30,6 +30,6 @@ func TestKubeadmScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, scripts.Render("cluster/node-ready", node), "")
 	scriptstest.Golden(t, scripts.Render("leave/drain", node), "")
 	scriptstest.Golden(t, scripts.Render("leave/stop-kubelet", nil), "")
-	scriptstest.Golden(t, scripts.Render("leave/delete-node", node), "")
+	scriptstest.Golden(t, scripts.Render("kubectl/delete-node", node), "")
 	scriptstest.Golden(t, scripts.Render("detached/pending", pendingArgs{Dir: runsDir + "/" + joinRun}), "")
 }

@@ -1,7 +1,0 @@
-# homelab: leave/delete-node
-set -eu
-# shellcheck disable=SC3040
-(set -o pipefail) 2>/dev/null && set -o pipefail
-# Deletes the Node .Node of a node leaving the cluster (gone already is
-# fine). Returns once the API accepted the deletion.
-kubectl --kubeconfig /etc/kubernetes/admin.conf delete node 'gpu-1' --ignore-not-found --wait=false
