@@ -22,6 +22,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/keepalived"
@@ -31,7 +32,7 @@ import (
 
 // probeScript is read-only: it lists which of the files adopt decides by
 // exist, and kubeadm's leftovers (nodefacts.Leftovers).
-var probeScript = nodefacts.PresenceScript(nodefacts.Files(nodefacts.KubeletConf, nodefacts.AdminConf,
+var probeScript = nodeprobes.Presence(nodefacts.Files(nodefacts.KubeletConf, nodefacts.AdminConf,
 	nodefacts.Manifest(nodefacts.KubeAPIServer), nodefacts.Manifest(nodefacts.Etcd),
 	nodefacts.InitMarker, nodefacts.JoinMarker, nodefacts.CAKey, keepalived.ConfigPath)...)
 
@@ -168,7 +169,7 @@ func readOptional(ctx context.Context, r Reader, p string) ([]byte, error) {
 }
 
 func probeNode(ctx context.Context, c *ssh.Client, n inventory.Node) (*NodeFacts, error) {
-	res, err := c.Query(ctx, probeScript)
+	res, err := c.Query(ctx, probeScript.String())
 	if err != nil {
 		return nil, err
 	}

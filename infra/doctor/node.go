@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
@@ -40,20 +42,11 @@ type nodeFacts struct {
 	snapshots *snapshotFacts
 }
 
-// probeScript is read-only. Secondary addresses are listed apart: the VIP
-// is one, and must not pass for the node's own address. nodefacts' probe
-// brings the kubeconfigs' servers, manifests and certificates, and every
-// certificate's expiry, in the same session.
-var probeScript = `echo "hostname=$(hostname)"
-for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; echo "mac=$(cat $i/address)"; done
-ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case "$rest" in *secondary*) echo "secondary=${a%%/*}";; *) echo "addr=${a%%/*}";; esac; done
-ip -4 neigh show 2>/dev/null | awk '$4=="lladdr" && $6!="FAILED" && $6!="INCOMPLETE" {print "neigh=" $1 " " $5}'
-for c in etcd kube-apiserver; do
-  for l in /var/log/pods/$c.log /var/log/pods/kube-system_$c-*/$c/*.log; do
-    [ -f "$l" ] && tail -n 300 "$l" | grep -E 'bind: cannot assign requested address|listen tcp .*: bind' | tail -n 1 | sed "s|^|bind.$c=|"
-  done
-done
-` + nodefacts.ProbeScript + "\n" + nodefacts.ExpiryScript
+// nodeArgs are doctor/node's values.
+type nodeArgs struct{ Live nodeprobes.LiveArgs }
+
+// probeScript reads all doctor checks a node by, in one session.
+var probeScript = scripts.Render("doctor/node", nodeArgs{Live: nodeprobes.LiveAt("")})
 
 func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
 	inv := d.t.Inventory
@@ -87,7 +80,7 @@ func (d *doctor) probeNode(ctx context.Context, n inventory.Node) *nodeFacts {
 func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at string) {
 	f.reached, f.at = true, at
 	f.neigh, f.bindLog = map[string][]string{}, map[string]string{}
-	res, err := c.Query(ctx, probeScript)
+	res, err := c.Query(ctx, probeScript.String())
 	if err != nil {
 		f.err = err
 		return

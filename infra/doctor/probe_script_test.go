@@ -1,14 +1,14 @@
 package doctor
 
 import (
-	"os/exec"
 	"testing"
+
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 )
 
-// The combined probe is one valid shell script: a syntax error in any part
-// would lose every fact of the node at once.
-func TestProbeScriptParses(t *testing.T) {
-	if out, err := exec.Command("sh", "-n", "-c", probeScript).CombinedOutput(); err != nil {
-		t.Fatalf("sh -n: %v\n%s", err, out)
-	}
+// The combined probe as a node receives it: infra/scripts' test checks
+// it parses and passes shellcheck, since a syntax error in any part would
+// lose every fact of the node at once.
+func TestProbeScriptGolden(t *testing.T) {
+	scriptstest.Golden(t, probeScript, "")
 }

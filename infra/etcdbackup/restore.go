@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -89,10 +90,11 @@ func (s *nodeState) member() bool {
 
 func (s *nodeState) peerURL() string { return s.flags["initial-advertise-peer-urls"] }
 
-var probe = nodefacts.PresenceScript(nodefacts.Files(nodefacts.Manifest(nodefacts.Etcd), AsideDir+"/etcd.yaml", nodefacts.InitMarker, nodefacts.JoinMarker, adminConf)...)
+// probe is read-only: which of the files a restore decides by exist.
+var probe = nodeprobes.Presence(nodefacts.Files(nodefacts.Manifest(nodefacts.Etcd), AsideDir+"/etcd.yaml", nodefacts.InitMarker, nodefacts.JoinMarker, adminConf)...)
 
 func (t Target) probe(ctx context.Context, n *node) (*nodeState, error) {
-	r, err := n.c.Query(ctx, probe)
+	r, err := n.c.Query(ctx, probe.String())
 	if err != nil {
 		return nil, err
 	}

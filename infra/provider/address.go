@@ -19,6 +19,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -93,12 +94,12 @@ func (in ControlPlaneAddressArgs) configPath() string {
 
 // liveScript reads the node's configuration and its certificates' dates
 // in one round trip: each parser skips the other's lines.
-var liveScript = nodefacts.ProbeScript + "\n" + nodefacts.ExpiryScript
+var liveScript = nodeprobes.Live()
 
 // readLive records what the node has in st, and returns the
 // certificates' expiries as read.
 func readLive(ctx context.Context, c ssh.Executor, st *ControlPlaneAddressState) ([]nodefacts.Expiry, error) {
-	out, _, err := query(ctx, c, scripts.Legacy(liveScript))
+	out, _, err := query(ctx, c, liveScript)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func withAdmin(st KubeadmInitState, kc string) KubeadmInitState {
 func adminLab(t *testing.T, cp1, cp2 string, cp2Answers string) (*fakeLab, KubeadmInitArgs) {
 	lab := newFakeLab(t)
 	n1, n2 := lab.node("cp-1"), lab.node("cp-2")
-	n1.on(initState(), nodefacts.StateSetUp+"\n", 0)
+	n1.onScript("nodefacts/state", nodefacts.StateSetUp+"\n", 0)
 	n1.onScript("cluster/uid", "", 1) // the API refuses the expired certificates
 	if cp1 != "" {
 		n1.put(adminConf, cp1, 0o600)
@@ -110,7 +110,7 @@ func TestAnExpiredAdminKubeconfigIsTheLastChoice(t *testing.T) {
 func TestAPeerWithDataButNoAPIKeepsTheCluster(t *testing.T) {
 	lab := newFakeLab(t)
 	n1, n2 := lab.node("cp-1"), lab.node("cp-2")
-	n1.on(initState(), nodefacts.StateNone+"\n", 0)
+	n1.onScript("nodefacts/state", nodefacts.StateNone+"\n", 0)
 	n2.onScript("cluster/peer", peerData+"\n", 0)
 	in := KubeadmInitArgs{Connection: lab.conn("cp-1"), Peers: []Connection{lab.conn("cp-2")}, ConfigSha: "a"}
 	last := KubeadmInitState{KubeadmInitArgs: in, Initialized: true, AdminKubeconfig: "apiVersion: v1", ClusterUID: "uid-1"}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -144,7 +145,7 @@ func batchesOf(ctx context.Context) *readBatches {
 }
 
 func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]nodefacts.FileStat, error) {
-	out, _, err := query(ctx, c, scripts.Legacy(nodefacts.FileStatsScript(paths)))
+	out, _, err := query(ctx, c, nodeprobes.FileStats(paths))
 	if err != nil {
 		return nil, err
 	}

@@ -82,12 +82,12 @@ func TestNoResetUnderARunningKubeadm(t *testing.T) {
 	}{
 		{"join", joinRun, "kubeadm join", func(lab *fakeLab) error {
 			in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml"}
-			lab.node("gpu-1").on(in.memberCheck(), nodefacts.StatePartial+"\n", 0)
+			lab.node("gpu-1").onScript("nodefacts/state", nodefacts.StatePartial+"\n", 0)
 			lab.node("cp-1").onScript("cluster/readyz", "", 1)
 			return runJoin(lab.ctx(), in)
 		}},
 		{"init", initRun, "kubeadm init", func(lab *fakeLab) error {
-			lab.node("gpu-1").on(initState(), nodefacts.StatePartial+"\n", 0)
+			lab.node("gpu-1").onScript("nodefacts/state", nodefacts.StatePartial+"\n", 0)
 			return bootstrap(lab.ctx(), KubeadmInitArgs{Connection: lab.conn("gpu-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}, &KubeadmInitState{})
 		}},
 	} {

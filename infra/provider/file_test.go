@@ -48,9 +48,9 @@ func diffKeysIn[I, O any](t *testing.T, ctx context.Context, r infer.CustomDiff[
 }
 
 // serveStat answers File's reads from the node's files, as
-// nodefacts.FileStatsScript prints them for every path it asks about.
+// nodefacts/filestats prints them for every path it asks about.
 func serveStat(n *fakeNode) {
-	n.onFunc("stat -c %a", func(cmd string) (ssh.Result, error) {
+	n.onScriptFunc("nodefacts/filestats", func(cmd string) (ssh.Result, error) {
 		paths := scriptPaths(cmd)
 		var idx, modes, sums []string
 		for i, p := range paths {
@@ -65,9 +65,14 @@ func serveStat(n *fakeNode) {
 	})
 }
 
-// scriptPaths are the quoted paths of a FileStatsScript's loop.
+// scriptPaths are the quoted paths of nodefacts/filestats' loop.
 func scriptPaths(cmd string) []string {
-	list, _, _ := strings.Cut(strings.TrimPrefix(cmd, "i=0; set --; for p in "), "; do ")
+	var list string
+	for _, l := range strings.Split(cmd, "\n") {
+		if rest, ok := strings.CutPrefix(l, "for p in "); ok {
+			list, _, _ = strings.Cut(rest, "; do")
+		}
+	}
 	var out []string
 	for _, m := range regexp.MustCompile(`'((?:[^']|'\\'')*)'`).FindAllStringSubmatch(list, -1) {
 		out = append(out, strings.ReplaceAll(m[1], `'\''`, "'"))
@@ -202,7 +207,7 @@ func TestFileReadUnreadable(t *testing.T) {
 func TestFileReadCutOff(t *testing.T) {
 	lab := newFakeLab(t)
 	cp1 := lab.node("cp-1")
-	cp1.onFunc("stat -c", func(string) (ssh.Result, error) {
+	cp1.onScriptFunc("nodefacts/filestats", func(string) (ssh.Result, error) {
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh cp-1: \"stat\": connection reset")
 	})
 	in := sysctlFile(lab.conn("cp-1"))

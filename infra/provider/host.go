@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -87,7 +88,7 @@ read -r k < /proc/sys/kernel/osrelease; echo "kernel=$k"
 for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; read -r m < "$i/address"; echo "mac=$m"; done
 ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case " $rest " in *" secondary "*) continue;; esac; echo "addr=${a%%/*}"; done
 command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
-` + nodefacts.LinesFuncs + `
+` + nodeprobes.LegacyLines() + `
 certlines ca ` + shell.Quote(ca) + `
 certlines kubeletcert ` + shell.Quote(kubeletCert) + `
 [ -f ` + shell.Quote(kubeletConf) + ` ] && echo kubeletconf=yes
@@ -103,7 +104,7 @@ var versionCommands = []struct{ tool, cmd string }{
 }
 
 // versionScript prints each installed tool's version and stamp
-// (nodefacts.StampsScript, one stat for all of them). A tool whose stamp
+// (nodefacts/stamps, one stat for all of them). A tool whose stamp
 // is the one prev recorded is the same file, and prev's version is
 // printed instead of running it: every refresh ran four binaries on every
 // node, most of them large Go programs, while the whole cluster's other
@@ -114,7 +115,7 @@ func versionScript(prev HostState) string {
 	for i, v := range versionCommands {
 		tools[i] = v.tool
 	}
-	b.WriteString(nodefacts.StampsScript(tools...))
+	b.WriteString(nodeprobes.LegacyStamps(tools...))
 	b.WriteString("IFS='\n'\nfor l in $stamps; do\np=${l%% *}; t=${p##*/}; echo \"stamp.$t=$l\"\ncase \"$t $l\" in\n")
 	for _, v := range versionCommands {
 		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -102,10 +103,10 @@ const (
 )
 
 // initState is whether the node ran init to completion
-// (nodefacts.StateScript's answers).
-func initState() string {
+// (nodefacts/state's answers).
+func initState() scripts.Script {
 	files := nodefacts.CompletionFiles(true, true)
-	return nodefacts.StateScript(files[:1], files[1:]...)
+	return nodeprobes.State(files[:1], files[1:]...)
 }
 
 // etcdAsideArgs are kubeadm/etcd-aside's values, which every reset
@@ -190,7 +191,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 	if _, err := settleBeforeReset(ctx, c, node, initRun, "kubeadm init"); err != nil {
 		return err
 	}
-	state, _, err := query(ctx, c, scripts.Legacy(initState()))
+	state, _, err := query(ctx, c, initState())
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func clusterExists(ctx context.Context, in KubeadmInitArgs) (live liveCluster, k
 	unsure := false
 	peer := peerCheck()
 	for i, conn := range append([]Connection{in.Connection}, in.Peers...) {
-		check := scripts.Legacy(initState())
+		check := initState()
 		if i > 0 {
 			check = peer
 		}
@@ -548,11 +549,13 @@ func (k *KubeadmJoin) Annotate(a infer.Annotator) {
 	a.SetToken("index", "KubeadmJoin")
 }
 
-// memberCheck is nodefacts.StateScript for a member: either marker, then
-// the files every member of its kind has.
-func (j KubeadmJoinArgs) memberCheck() string {
+// memberCheck is nodefacts/state for a member: either marker, then the
+// files every member of its kind has.
+func (j KubeadmJoinArgs) memberCheck() scripts.Script { return j.memberState().Script() }
+
+func (j KubeadmJoinArgs) memberState() nodeprobes.StateArgs {
 	files := nodefacts.CompletionFiles(false, j.ControlPlane)
-	return nodefacts.StateScript([]string{nodefacts.JoinMarker, nodefacts.InitMarker}, files[1:]...)
+	return nodeprobes.StateAt("", []string{nodefacts.JoinMarker, nodefacts.InitMarker}, files[1:]...)
 }
 
 func (KubeadmJoin) Create(ctx context.Context, req infer.CreateRequest[KubeadmJoinArgs]) (infer.CreateResponse[KubeadmJoinState], error) {
@@ -597,7 +600,7 @@ func runJoin(ctx context.Context, in KubeadmJoinArgs) error {
 	if err != nil {
 		return err
 	}
-	state, _, err := query(ctx, c, scripts.Legacy(in.memberCheck()))
+	state, _, err := query(ctx, c, in.memberCheck())
 	if err != nil {
 		return err
 	}
@@ -804,7 +807,7 @@ func (KubeadmJoin) Read(ctx context.Context, req infer.ReadRequest[KubeadmJoinAr
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Connection, last, joinRead, func(c ssh.Executor) (KubeadmJoinState, error) {
 		st := last
-		out, _, err := query(ctx, c, scripts.Legacy(st.joinReadScript()))
+		out, _, err := query(ctx, c, st.joinReadScript())
 		if err != nil {
 			return st, err
 		}
@@ -923,7 +926,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 		return infer.DeleteResponse{}, forgetNode(ctx, st, nil)
 	}
 	defer c.Close()
-	out, _, err := query(ctx, c, scripts.Legacy(st.memberCheck()))
+	out, _, err := query(ctx, c, st.memberCheck())
 	if err != nil {
 		return infer.DeleteResponse{}, err
 	}

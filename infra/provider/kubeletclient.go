@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -162,14 +163,25 @@ func embeddedPair(conf []byte) (certPEM, keyPEM []byte, err error) {
 	return info.ClientCertificateData, info.ClientKeyData, nil
 }
 
+// joinReadArgs are kubeadm/join-read's values.
+type joinReadArgs struct {
+	State         nodeprobes.StateArgs
+	EtcdData      nodeprobes.TraceArgs
+	KubeletClient nodeprobes.KubeletClientArgs
+}
+
 // joinReadScript is the join's Read: its membership, then its kubelet's
 // credentials, in one round trip.
-func (j KubeadmJoinArgs) joinReadScript() string {
-	return j.memberCheck() + "\n" + etcdDataCheck + "\n" + nodefacts.KubeletClientScript
+func (j KubeadmJoinArgs) joinReadScript() scripts.Script {
+	return scripts.Render("kubeadm/join-read", joinReadArgs{
+		State:         j.memberState(),
+		EtcdData:      nodeprobes.TraceAt("", nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}),
+		KubeletClient: nodeprobes.KubeletClientAt(""),
+	})
 }
 
 func readKubeletClient(ctx context.Context, c ssh.Executor) (nodefacts.KubeletClient, error) {
-	out, _, err := query(ctx, c, scripts.Legacy(nodefacts.KubeletClientScript))
+	out, _, err := query(ctx, c, nodeprobes.KubeletClient())
 	if err != nil {
 		return nodefacts.KubeletClient{}, err
 	}

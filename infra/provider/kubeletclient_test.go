@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -238,11 +239,12 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 	k.in = KubeadmJoinArgs{Connection: lab.conn(name), Via: lab.conn("cp-1"), ControlPlane: controlPlane, ConfigPath: "/etc/kubernetes/kubeadm/join.yaml", ConfigSha: "a"}
 	k.ctx = withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: 300 * time.Millisecond})
 	k.n.put(nodefacts.CACert, string(k.ca.pem), 0o644)
-	// KubeletClientScript, from the node's files: kubelet.conf without its
-	// keys, the rotating file's certificate, the CA.
-	k.n.onFunc("kubelet-conf=", func(cmd string) (ssh.Result, error) {
+	// nodefacts/kubeletclient, from the node's files: kubelet.conf without
+	// its keys, the rotating file's certificate, the CA. The join's Read
+	// (kubeadm/join-read) asks its membership first.
+	answer := func(cmd string) (ssh.Result, error) {
 		var b strings.Builder
-		if strings.Contains(cmd, nodefacts.JoinMarker) { // the join's Read asks its membership first
+		if name, _ := scripts.NameOf(cmd); name == "kubeadm/join-read" {
 			b.WriteString(nodefacts.StateSetUp + "\n")
 		}
 		lines := func(key string, data []byte) {
@@ -265,7 +267,9 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		}
 		lines("kubelet-ca-line", k.ca.pem)
 		return ssh.Result{Stdout: []byte(b.String())}, nil
-	})
+	}
+	k.n.onScriptFunc("nodefacts/kubeletclient", answer)
+	k.n.onScriptFunc("kubeadm/join-read", answer)
 	k.n.onScriptFunc("systemd/restart", func(cmd string) (ssh.Result, error) {
 		if !strings.HasSuffix(cmd, "systemctl restart 'kubelet'\n") {
 			t.Errorf("restarted another unit than the kubelet: %q", cmd)

@@ -98,7 +98,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	cp, w := lab.node("cp-1"), lab.node("gpu-1")
 	in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml",
 		Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
-	w.on(in.memberCheck(), nodefacts.StateNone+"\n", 0)
+	w.onScript("nodefacts/state", nodefacts.StateNone+"\n", 0)
 	w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
 	w.onScript("detached/start", "started\n", 0)
 	joined := false
@@ -150,7 +150,7 @@ func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 			cp, w := lab.node("cp-1"), lab.node("gpu-1")
 			in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml",
 				Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
-			w.on(in.memberCheck(), nodefacts.StateSetUp+"\n", 0)
+			w.onScript("nodefacts/state", nodefacts.StateSetUp+"\n", 0)
 			if tc.pending {
 				w.on("test -d '"+runsDir+"/"+joinRun+"'", "pending\n", 0)
 			} else {

@@ -10,6 +10,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -33,11 +34,11 @@ type partialFacts struct {
 	restoreAside bool
 }
 
-var partialScript = nodefacts.PresenceScript(append(nodefacts.Files(nodefacts.InitMarker, nodefacts.JoinMarker),
+var partialScript = nodeprobes.Presence(append(nodefacts.Files(nodefacts.InitMarker, nodefacts.JoinMarker),
 	nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}, nodefacts.Trace{Path: nodefacts.RestoreAsideDir, Kind: nodefacts.Dir})...)
 
 func readPartial(ctx context.Context, c ssh.Executor) (partialFacts, error) {
-	out, _, err := query(ctx, c, scripts.Legacy(partialScript))
+	out, _, err := query(ctx, c, partialScript)
 	if err != nil {
 		return partialFacts{}, err
 	}
@@ -141,10 +142,9 @@ func ownMember(ms []memberHealth, node, host string) (m memberHealth, found, onl
 	return memberHealth{}, false, false
 }
 
-// etcdDataLine is what etcdDataCheck prints when the node holds etcd data.
+// etcdDataLine is what kubeadm/join-read prints when the node holds etcd
+// data.
 const etcdDataLine = "etcd-data=yes"
-
-var etcdDataCheck = nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir}.Test() + " && echo " + etcdDataLine + "; true"
 
 func joinResetRisk(node string) string {
 	return "may reset control-plane node " + node + ", which kubeadm left half set up and which holds etcd data: its etcd member is removed " +
@@ -161,7 +161,7 @@ func bootstrapPlan(ctx context.Context, conn Connection) (risk, repair string) {
 		return "", ""
 	}
 	defer c.Close()
-	state, _, err := query(ctx, c, scripts.Legacy(initState()))
+	state, _, err := query(ctx, c, initState())
 	if err != nil || strings.TrimSpace(state) != nodefacts.StatePartial {
 		return "", ""
 	}

@@ -16,12 +16,12 @@ func partialBootstrap(t *testing.T, present ...string) (*fakeLab, *fakeNode) {
 	lab := newFakeLab(t)
 	n := lab.node("cp-1")
 	n.on("test -d '"+runsDir+"/"+initRun+"'", "", 1)
-	n.on(initState(), nodefacts.StatePartial+"\n", 0)
+	n.onScript("nodefacts/state", nodefacts.StatePartial+"\n", 0)
 	var out string
 	for _, p := range present {
 		out += "present=" + p + "\n"
 	}
-	n.on("echo 'present=", out, 0)
+	n.onScript("nodefacts/presence", out, 0)
 	return lab, n
 }
 

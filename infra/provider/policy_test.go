@@ -144,7 +144,7 @@ func TestJoinDeleteNeedsConsent(t *testing.T) {
 			n := lab.node("gpu-1")
 			n.dialErr = tc.dialErr
 			st := KubeadmJoinState{KubeadmJoinArgs: KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1")}, Joined: true}
-			n.on(st.memberCheck(), tc.state+"\n", 0)
+			n.onScript("nodefacts/state", tc.state+"\n", 0)
 			_, err := (KubeadmJoin{}).Delete(lab.ctx(), infer.DeleteRequest[KubeadmJoinState]{ID: "id", State: st})
 			if err == nil || !strings.Contains(err.Error(), RefusedMarker) || !strings.Contains(err.Error(), "--allow-destroy gpu-1") {
 				t.Errorf("delete: %v", err)
@@ -163,7 +163,7 @@ func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
 	lab := newFakeLab(t)
 	n, cp := lab.node("gpu-1"), lab.node("cp-1")
 	st := KubeadmJoinState{KubeadmJoinArgs: KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1")}, Joined: true}
-	n.on(st.memberCheck(), nodefacts.StateSetUp+"\n", 0)
+	n.onScript("nodefacts/state", nodefacts.StateSetUp+"\n", 0)
 	n.onScript("leave/stop-kubelet", "", 0)
 	n.onScript("kubeadm/reset", "", 0)
 	cp.onScript("cluster/readyz", "ok", 0)

@@ -121,7 +121,9 @@ func newFakePKI(t *testing.T, n *fakeNode, notAfter map[string]time.Time) *fakeP
 		f.issue(r.Name(), at)
 	}
 	f.previous = maps.Clone(f.certs)
-	n.onFunc("kubeconfig-cert=", func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(f.probe())}, nil })
+	for _, s := range []string{"nodefacts/live", "nodefacts/expiry"} {
+		n.onScriptFunc(s, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(f.probe())}, nil })
+	}
 	phase := regexp.MustCompile(`kubeadm init phase certs (\S+)`)
 	n.onFunc("kubeadm init phase certs", func(cmd string) (ssh.Result, error) {
 		for _, m := range phase.FindAllStringSubmatch(cmd, -1) {
@@ -181,8 +183,9 @@ func (f *fakePKI) reissue(match func(nodefacts.Renewable) bool) {
 	}
 }
 
-// probe answers liveScript: the serving certificates whole (ProbeScript),
-// every certificate for its dates (ExpiryScript).
+// probe answers nodefacts/live: the serving certificates whole
+// (nodefacts/probe), every certificate for its dates (nodefacts/expiry).
+// Its expiry lines answer nodefacts/expiry alone.
 func (f *fakePKI) probe() string {
 	var b strings.Builder
 	for _, sc := range nodefacts.ServingCerts {

@@ -10,6 +10,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -253,7 +254,7 @@ func (ControlPlaneRevival) Read(ctx context.Context, req infer.ReadRequest[Contr
 // keeps them.
 func expiryOn(ctx context.Context) func(c ssh.Executor) (map[string]string, error) {
 	return func(c ssh.Executor) (map[string]string, error) {
-		out, _, err := query(ctx, c, scripts.Legacy(nodefacts.ExpiryScript))
+		out, _, err := query(ctx, c, nodeprobes.Expiry())
 		if err != nil {
 			return nil, err
 		}
@@ -348,7 +349,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 			continue
 		}
 		conns[node] = c
-		out, _, err := query(ctx, c, scripts.Legacy(nodefacts.ExpiryScript))
+		out, _, err := query(ctx, c, nodeprobes.Expiry())
 		if err != nil {
 			return st, fmt.Errorf("%s: reading its certificates: %w", node, err)
 		}
@@ -381,7 +382,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 	// the node (an external CA), and no quorum would ever come.
 	var left []string
 	for _, rn := range rv.Nodes {
-		out, _, err := query(ctx, conns[rn.Node], scripts.Legacy(nodefacts.ExpiryScript))
+		out, _, err := query(ctx, conns[rn.Node], nodeprobes.Expiry())
 		if err != nil {
 			return st, fmt.Errorf("%s: reading its certificates: %w", rn.Node, err)
 		}

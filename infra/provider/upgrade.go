@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -232,7 +233,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 	read := eachNode(conns, func(conn Connection) versionsRead {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
 			k := known[conn.Node]
-			out, _, err := query(ctx, c, scripts.Legacy(nodefacts.VersionsScriptFor(k.KubeletStamp, k.Kubelet)))
+			out, _, err := query(ctx, c, nodeprobes.Versions(k.KubeletStamp, k.Kubelet))
 			return nodefacts.ParseVersions(out), err
 		})
 		if failed && err == nil {

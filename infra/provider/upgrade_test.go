@@ -32,7 +32,7 @@ func upgradeLab(t *testing.T, running string) (*fakeLab, KubernetesUpgradeArgs) 
 		} else {
 			in.Workers = append(in.Workers, l.conn(n))
 		}
-		l.node(n).on("kubelet --version", out, 0)
+		l.node(n).onScript("nodefacts/versions", out, 0)
 		l.node(n).on("kubeadm-config", "kind: ClusterConfiguration\nkubernetesVersion: "+running+"\n", 0)
 		l.node(n).on("test -d '"+runsDir+"/", "", 1) // nothing left running by an earlier up
 	}

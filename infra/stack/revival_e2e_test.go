@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/apiprobe"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -192,7 +193,7 @@ func TestExpiredControlPlaneRevivesInTheLab(t *testing.T) {
 func (e *e2e) controlPlaneExpiry(ctx context.Context, nodes []string) (first, last time.Time) {
 	e.t.Helper()
 	for _, n := range nodes {
-		for _, x := range nodefacts.ParseExpiry(e.node(ctx, n, nodefacts.ExpiryScript)) {
+		for _, x := range nodefacts.ParseExpiry(e.node(ctx, n, nodeprobes.Expiry().String())) {
 			if _, ok := nodefacts.RenewableOf(x.Path); !ok {
 				continue
 			}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // FileStat is what a File's read compares with what should be on the
@@ -15,28 +13,8 @@ type FileStat struct {
 	Sha256 string
 }
 
-// FileStatsScript is read-only. It reads the modes and checksums of many
-// files in one command of three processes, whatever their number: a
-// refresh reads every file of a node at once, and a session, a shell,
-// stat and sha256sum per file were most of what it cost (process creation
-// is dear on a virtual machine; docs/benchmarks.md). Its output is for
-// ParseFileStats, which never parses a file name: the first line lists
-// the indexes of the paths that are regular files, then come their modes
-// and their checksums, in that order. A path that is missing or not a
-// regular file is left out, as a file to write.
-func FileStatsScript(paths []string) string {
-	var b strings.Builder
-	b.WriteString("i=0; set --; for p in")
-	for _, p := range paths {
-		b.WriteString(" " + shell.Quote(p))
-	}
-	b.WriteString(`; do [ -f "$p" ] && { set -- "$@" "$p"; printf '%s ' "$i"; }; i=$((i+1)); done; echo` + "\n")
-	b.WriteString(`[ $# -eq 0 ] || { stat -c %a -- "$@" && sha256sum -- "$@"; }`)
-	return b.String()
-}
-
-// ParseFileStats reads FileStatsScript's output for paths (the same
-// list, in the same order): the stats of those that are regular files.
+// ParseFileStats reads what infra/scripts/nodefacts/filestats.sh printed
+// for paths (the same list, in the same order): the stats of those that are regular files.
 // Output that does not add up (a file removed between the test and stat)
 // is an error, never a file taken for missing.
 func ParseFileStats(paths []string, out string) (map[string]FileStat, error) {

@@ -29,31 +29,8 @@ func KubeletClientPair(t time.Time) string {
 	return KubeletPKIDir + "/kubelet-client-" + t.Format("2006-01-02-15-04-05") + ".pem"
 }
 
-// redactedKey stands in for each client-key-data value the script prints,
-// so the kubeconfig still parses and shows that it embeds a key.
-var redactedKey = base64.StdEncoding.EncodeToString([]byte("redacted"))
-
-// kubeletClientScript prints, for ParseKubeletClient, kubelet.conf (its
-// lines, or, when it embeds a key, the whole file base64 with every
-// client-key-data value replaced: "kubelet-conf="), the certificate
-// blocks of kubelet-client-current.pem and the cluster CA. No key leaves
-// the node. Read-only. The common case, a kubelet.conf that names its
-// files, starts no process but the shell (LinesFuncs).
-func kubeletClientScript(root string) string {
-	return "r=" + rootWord(root) + "\n" + LinesFuncs + "\n" +
-		`if [ -f "$r` + KubeletConf + `" ]; then k=; while IFS= read -r l || [ -n "$l" ]; do case $l in *client-key-data*) k=1;; esac; done < "$r` + KubeletConf + `"` + "\n" +
-		`if [ -n "$k" ]; then echo "kubelet-conf=$(sed -E 's#(client-key-data"?[[:space:]]*:[[:space:]]*)["'"'"']?[A-Za-z0-9+/=]*["'"'"']?#\1"` + redactedKey + `"#' "$r` + KubeletConf + `" | base64 -w0)"` + "\n" +
-		`else echo kubelet-conf-file=yes; lines kubelet-conf-line "$r` + KubeletConf + `"; fi; fi` + "\n" +
-		`certlines kubelet-current-line "$r` + KubeletClientCert + `"` + "\n" +
-		`lines kubelet-ca-line "$r` + CACert + `"` + "\n" +
-		"true"
-}
-
-// KubeletClientScript is kubeletClientScript on the node's own tree.
-var KubeletClientScript = kubeletClientScript("")
-
 // KubeletClient is how a node's kubelet authenticates to the API, as
-// KubeletClientScript found it.
+// infra/scripts/nodefacts/kubeletclient.sh found it.
 type KubeletClient struct {
 	// Conf: kubelet.conf exists. Err says why it could not be read when
 	// it does.
@@ -77,7 +54,8 @@ type KubeletClient struct {
 // Embeds reports whether kubelet.conf embeds its client certificate.
 func (k KubeletClient) Embeds() bool { return k.Embedded != nil }
 
-// ParseKubeletClient reads KubeletClientScript's output.
+// ParseKubeletClient reads what infra/scripts/nodefacts/kubeletclient.sh
+// prints.
 func ParseKubeletClient(out string) KubeletClient {
 	var k KubeletClient
 	conf, current, ca := Lines(out, "kubelet-conf-line"), Lines(out, "kubelet-current-line"), Lines(out, "kubelet-ca-line")

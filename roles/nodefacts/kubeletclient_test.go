@@ -6,20 +6,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"math/big"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 )
 
 // testCA issues kubelet client certificates as the cluster's signer does.
@@ -54,142 +45,6 @@ func (ca *testCA) client(cn, org string, notBefore, notAfter time.Time) (certPEM
 	}
 	kd, _ := x509.MarshalECPrivateKey(key)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
-
-// kubeletConf is a kubelet.conf as kubeadm writes it, with auth as its user.
-func kubeletConf(t *testing.T, caPEM []byte, auth *clientcmdapi.AuthInfo) []byte {
-	kc := clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"kubernetes": {Server: "https://10.0.0.11:6443", CertificateAuthorityData: caPEM}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"system:node:cp-1": auth},
-		Contexts:       map[string]*clientcmdapi.Context{"system:node:cp-1@kubernetes": {Cluster: "kubernetes", AuthInfo: "system:node:cp-1"}},
-		CurrentContext: "system:node:cp-1@kubernetes",
-	}
-	data, err := clientcmd.Write(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// The probe, run with sh on a node's tree, shows what kubelet.conf's user
-// authenticates with (in YAML as kubeadm writes it, or JSON) and the
-// rotating file's certificate, and prints no key.
-func TestKubeletClientScript(t *testing.T) {
-	ca := newTestCA(t, "kubernetes")
-	now := time.Now()
-	embedded, key := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(24*time.Hour))
-	rotated, rotatedKey := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(48*time.Hour))
-	embeddedConf := kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificateData: embedded, ClientKeyData: key})
-	var asJSON map[string]any
-	if err := yaml.Unmarshal(embeddedConf, &asJSON); err != nil {
-		t.Fatal(err)
-	}
-	jsonConf, _ := json.MarshalIndent(asJSON, "", "  ")
-
-	for _, tc := range []struct {
-		name    string
-		conf    []byte
-		current bool
-		ca      bool
-		check   func(t *testing.T, k KubeletClient)
-	}{
-		{"embedded (YAML)", embeddedConf, true, true, func(t *testing.T, k KubeletClient) {
-			if !k.Embeds() || !k.EmbeddedKey || k.CertFile != "" || k.User != "system:node:cp-1" {
-				t.Errorf("read %+v", k)
-			}
-			if !k.Embedded.NotAfter.Equal(now.Add(24*time.Hour).Truncate(time.Second)) || k.Current == nil || !k.Current.NotAfter.Equal(now.Add(48*time.Hour).Truncate(time.Second)) {
-				t.Errorf("embedded until %v, current %+v", k.Embedded.NotAfter, k.Current)
-			}
-			if p := KubeletCertProblem(k.Embedded, "cp-1", k.CAs, now); p != "" {
-				t.Errorf("embedded certificate: %s", p)
-			}
-		}},
-		{"embedded (JSON), no ca.crt: kubelet.conf's cluster CA", jsonConf, false, false, func(t *testing.T, k KubeletClient) {
-			if !k.Embeds() || !k.EmbeddedKey || k.Current != nil || k.Err != nil {
-				t.Errorf("read %+v", k)
-			}
-			if p := KubeletCertProblem(k.Embedded, "cp-1", k.CAs, now); p != "" {
-				t.Errorf("embedded certificate against kubelet.conf's CA: %s", p)
-			}
-		}},
-		{"the rotating file", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: KubeletClientCert, ClientKey: KubeletClientCert}), true, true, func(t *testing.T, k KubeletClient) {
-			if k.Embeds() || k.EmbeddedKey || k.CertFile != KubeletClientCert || k.KeyFile != KubeletClientCert || k.Err != nil {
-				t.Errorf("read %+v", k)
-			}
-		}},
-		{"a relative path", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: "pki/kubelet.crt", ClientKey: "pki/kubelet.key"}), false, true, func(t *testing.T, k KubeletClient) {
-			if k.CertFile != PKIFile("kubelet.crt") || k.KeyFile != PKIFile("kubelet.key") {
-				t.Errorf("read %+v", k)
-			}
-		}},
-		{"no current context", []byte("apiVersion: v1\nkind: Config\nusers: []\n"), false, true, func(t *testing.T, k KubeletClient) {
-			if !k.Conf || k.Err == nil || k.Embeds() {
-				t.Errorf("read %+v", k)
-			}
-		}},
-		{"no kubelet.conf", nil, true, true, func(t *testing.T, k KubeletClient) {
-			if k.Conf || k.Err != nil || k.Current == nil {
-				t.Errorf("read %+v", k)
-			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			write := func(p string, data []byte) {
-				t.Helper()
-				if err := os.MkdirAll(filepath.Dir(root+p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(root+p, data, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.conf != nil {
-				write(KubeletConf, tc.conf)
-			}
-			if tc.current {
-				// As the kubelet's store keeps it: a link to the newest pair.
-				pair := KubeletClientPair(now)
-				write(pair, PairPEM(rotated, rotatedKey))
-				if err := os.Symlink(root+pair, root+KubeletClientCert); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.ca {
-				write(CACert, ca.pem)
-			}
-			for _, shell := range []string{"sh", "bash"} {
-				out, err := exec.Command(shell, "-c", kubeletClientScript(root)).CombinedOutput()
-				if err != nil {
-					t.Fatalf("%s: %v: %s", shell, err, out)
-				}
-				checkKubeletClientOut(t, string(out), [][]byte{key, rotatedKey}, tc.check)
-			}
-		})
-	}
-}
-
-// checkKubeletClientOut fails on any of keys in the probe's output, raw or
-// base64, then checks what it parses to.
-func checkKubeletClientOut(t *testing.T, out string, keys [][]byte, check func(t *testing.T, k KubeletClient)) {
-	t.Helper()
-	{
-		{
-			decoded := out
-			for _, l := range strings.Split(out, "\n") {
-				if _, v, ok := strings.Cut(l, "="); ok {
-					d, _ := base64.StdEncoding.DecodeString(v)
-					decoded += string(d)
-				}
-			}
-			for _, k := range keys {
-				if strings.Contains(decoded, string(k)) || strings.Contains(decoded, base64.StdEncoding.EncodeToString(k)) || strings.Contains(decoded, "PRIVATE KEY") {
-					t.Fatal("the probe printed a key")
-				}
-			}
-			check(t, ParseKubeletClient(out))
-		}
-	}
 }
 
 func TestKubeletCertProblem(t *testing.T) {

@@ -5,17 +5,10 @@ import (
 	"strings"
 )
 
-// ProbeScript is read-only. It prints what a control-plane node's own
-// configuration says, for ParseProbe: the static pod manifests,
-// kubeadm-flags.env and the serving certificates, whole ("file=PATH
-// BASE64", one line each, those that exist), and the server of every
-// kubeconfig in KubernetesDir ("kubeconfig=PATH URL"). No key and no
-// kubeconfig's credentials leave the node. On a worker it prints the
-// kubelet's flags and kubeconfig only.
-var ProbeScript = probeScript("")
-
-// probedFiles are the files ProbeScript prints whole.
-func probedFiles() []string {
+// ProbedFiles are the files infra/scripts/nodefacts/probe.sh prints
+// whole: the static pod manifests, kubeadm-flags.env and the serving
+// certificates. On a worker only the kubelet's flags exist.
+func ProbedFiles() []string {
 	var out []string
 	for _, c := range ControlPlaneComponents {
 		out = append(out, Manifest(c))
@@ -27,22 +20,7 @@ func probedFiles() []string {
 	return out
 }
 
-// probeScript reads below root (a test's file tree); "" is the node's /.
-// Each file is "file=PATH", then its lines (LinesFuncs): no process per
-// file, and process creation is most of what a refresh costs
-// (docs/benchmarks.md). Every kubeconfig gets a line without a server
-// first; awk's, when it names one, comes later and wins.
-func probeScript(root string) string {
-	return "r=" + rootWord(root) + "\n" +
-		LinesFuncs + "\n" +
-		"for f in " + strings.Join(probedFiles(), " ") + `; do [ -f "$r$f" ] && { printf 'file=%s \n' "$f"; lines "line $f" "$r$f"; }; done` + "\n" +
-		"set --\n" +
-		`for p in "$r"` + KubernetesDir + `/*.conf; do [ -f "$p" ] && { echo "kubeconfig=${p#"$r"} "; set -- "$@" "$p"; }; done` + "\n" +
-		`[ $# -eq 0 ] || awk -v n=${#r} 'FNR == 1 { got = 0 } !got && $1 == "server:" { print "kubeconfig=" substr(FILENAME, n + 1) " " $2; got = 1 }' "$@"` + "\n" +
-		"true"
-}
-
-// Live is what ProbeScript found on a node.
+// Live is what infra/scripts/nodefacts/probe.sh found on a node.
 type Live struct {
 	// Files are the probed files that exist, by path.
 	Files map[string][]byte
@@ -51,7 +29,8 @@ type Live struct {
 	Kubeconfigs map[string]string
 }
 
-// ParseProbe reads ProbeScript's output. Lines it does not know are
+// ParseProbe reads what infra/scripts/nodefacts/probe.sh prints: each
+// file ("file=PATH", then its lines) and each kubeconfig's server. Lines it does not know are
 // ignored (a login banner).
 func ParseProbe(out string) Live {
 	l := Live{Files: map[string][]byte{}, Kubeconfigs: map[string]string{}}

@@ -4,56 +4,20 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
-
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // VersionedComponents are the static pods whose image tags say which
 // Kubernetes version a node's control plane runs (etcd's tag is etcd's own).
 var VersionedComponents = []string{KubeAPIServer, KubeControllerManager, KubeScheduler}
 
-// VersionsScript is read-only. It prints what a node runs, for
-// ParseVersions: "image=COMPONENT REF" for each control-plane manifest,
-// "kubelet=OUTPUT" (kubelet --version) with the kubelet's stamp
-// (StampsScript), "joined=yes" when the node is a member of a cluster (its
-// init or join completed), its cgroup file system and whether its
-// kubelet's configuration allows cgroup v1.
-var VersionsScript = VersionsScriptFor("", "")
-
-// VersionsScriptFor is VersionsScript knowing the kubelet's stamp and
-// version from an earlier read: a kubelet with that stamp is not run.
-func VersionsScriptFor(kubeletStamp, kubeletVersion string) string {
-	// One awk for the manifests and no command substitution: a shell
-	// forked per fact was most of what this cost (docs/benchmarks.md).
-	var b strings.Builder
-	b.WriteString(StampsScript("kubelet"))
-	run := `printf 'kubelet='; kubelet --version 2>/dev/null || echo`
-	if kubeletStamp != "" && kubeletVersion != "" {
-		run = `if [ "$stamps" = ` + shell.Quote(kubeletStamp) + ` ]; then echo kubelet=` + shell.Quote(kubeletVersion) + `; else ` + run + `; fi`
-	}
-	b.WriteString(`[ -n "$stamps" ] && { printf 'kubelet-stamp=%s\n' "$stamps"; ` + run + `; }` + "\n")
-	b.WriteString("set --\n")
-	for _, c := range VersionedComponents {
-		b.WriteString(`[ -f ` + Manifest(c) + ` ] && set -- "$@" ` + Manifest(c) + "\n")
-	}
-	b.WriteString(`[ $# -eq 0 ] || awk 'FNR == 1 { got = 0; c = FILENAME; sub(/.*\//, "", c); sub(/\.yaml$/, "", c) } !got && $1 == "image:" { print "image=" c " " $2; got = 1 }' "$@"` + "\n")
-	// A member is a node whose init or join finished (its marker): one
-	// holding kubeadm's files without it is an interrupted run, which
-	// its KubeadmJoin resets, not a node to upgrade.
-	b.WriteString(`{ [ -f ` + InitMarker + ` ] || [ -f ` + JoinMarker + ` ]; } && echo joined=yes` + "\n")
-	b.WriteString(`printf 'cgroupfs='; stat -fc %T /sys/fs/cgroup 2>/dev/null || echo` + "\n")
-	b.WriteString(`grep -qE '^failCgroupV1:[[:space:]]*false' ` + KubeletConfigFile + ` 2>/dev/null && echo failcgroupv1=false` + "\n")
-	b.WriteString("true")
-	return b.String()
-}
-
-// Versions is what VersionsScript found on a node.
+// Versions is what infra/scripts/nodefacts/versions.sh found on a node.
 type Versions struct {
 	// Components are the control-plane manifests' image tags, by
 	// component ("v1.34.4").
 	Components map[string]string
 	// Kubelet is the kubelet's version, "" when none is installed;
-	// KubeletStamp the stamp of the file it was read from (StampsScript).
+	// KubeletStamp the stamp of the file it was read from
+	// (infra/scripts/nodefacts/stamps.sh).
 	Kubelet, KubeletStamp string
 	Joined                bool
 	// CgroupV1: the node's /sys/fs/cgroup is cgroup v1's (a tmpfs of
@@ -87,7 +51,7 @@ func (v Versions) ControlPlane() string {
 	return "v" + oldest.String()
 }
 
-// ParseVersions reads VersionsScript's output.
+// ParseVersions reads what infra/scripts/nodefacts/versions.sh prints.
 func ParseVersions(out string) Versions {
 	v := Versions{Components: map[string]string{}}
 	for _, line := range strings.Split(out, "\n") {

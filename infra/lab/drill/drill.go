@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/impact"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -810,7 +811,7 @@ func Discover(ctx context.Context, l *lab.Lab, inv *inventory.Inventory) ([]Cons
 	var etcd []Consumer
 	var cms, scheds []Consumer
 	for _, n := range inv.Nodes {
-		txt, err := l.Run(ctx, n.Name, nodefacts.ProbeScript)
+		txt, err := l.Run(ctx, n.Name, nodeprobes.Probe().String())
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", n.Name, err)
 		}

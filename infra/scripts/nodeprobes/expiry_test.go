@@ -1,4 +1,4 @@
-package nodefacts
+package nodeprobes
 
 import (
 	"crypto/ecdsa"
@@ -10,16 +10,18 @@ import (
 	"encoding/pem"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
-// The expiry probe, run with sh on a kubeadm-like tree, lists every leaf
-// certificate, the kubelet's client certificate and each kubeconfig's
-// embedded one with its NotAfter, and prints no key.
+// The expiry probe, run with sh and bash on a kubeadm-like tree, alone
+// and in the live probe, lists every leaf certificate, the kubelet's
+// client certificate and each kubeconfig's embedded one with its
+// NotAfter, and prints no key.
 func TestExpiryScript(t *testing.T) {
 	root := t.TempDir()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -43,30 +45,34 @@ func TestExpiryScript(t *testing.T) {
 		}
 	}
 	soon := time.Now().Add(48 * time.Hour).Truncate(time.Second)
-	write(PKIFile("apiserver.crt"), cert("kube-apiserver", soon))
-	write(PKIFile("etcd/peer.crt"), cert("cp-1", soon.Add(time.Hour)))
-	write(KubeletClientCert, append(cert("system:node:cp-1", soon.Add(2*time.Hour)), keyPEM...))
-	write(AdminConf, []byte("apiVersion: v1\nusers:\n- name: admin\n  user:\n    client-certificate-data: "+
+	write(nodefacts.PKIFile("apiserver.crt"), cert("kube-apiserver", soon))
+	write(nodefacts.PKIFile("etcd/peer.crt"), cert("cp-1", soon.Add(time.Hour)))
+	write(nodefacts.KubeletClientCert, append(cert("system:node:cp-1", soon.Add(2*time.Hour)), keyPEM...))
+	write(nodefacts.AdminConf, []byte("apiVersion: v1\nusers:\n- name: admin\n  user:\n    client-certificate-data: "+
 		base64.StdEncoding.EncodeToString(cert("kubernetes-admin", soon.Add(3*time.Hour)))+"\n    client-key-data: "+base64.StdEncoding.EncodeToString(keyPEM)+"\n"))
-	out, err := exec.Command("sh", "-c", expiryScript(root)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+	for _, shell := range shells {
+		checkExpiry(t, run(t, shell, ExpiryAt(root).Script()), keyPEM, soon)
+		checkExpiry(t, run(t, shell, LiveAt(root).Script()), keyPEM, soon)
 	}
-	if strings.Contains(string(out), base64.StdEncoding.EncodeToString(keyPEM)) || strings.Contains(string(out), "PRIVATE KEY") {
+}
+
+func checkExpiry(t *testing.T, out string, keyPEM []byte, soon time.Time) {
+	t.Helper()
+	if strings.Contains(out, base64.StdEncoding.EncodeToString(keyPEM)) || strings.Contains(out, "PRIVATE KEY") {
 		t.Error("the probe printed a key")
 	}
-	got := map[string]Expiry{}
-	for _, e := range ParseExpiry(string(out)) {
+	got := map[string]nodefacts.Expiry{}
+	for _, e := range nodefacts.ParseExpiry(out) {
 		got[e.Path] = e
 	}
 	for p, want := range map[string]struct {
 		cn    string
 		after time.Time
 	}{
-		PKIFile("apiserver.crt"): {"kube-apiserver", soon},
-		PKIFile("etcd/peer.crt"): {"cp-1", soon.Add(time.Hour)},
-		KubeletClientCert:        {"system:node:cp-1", soon.Add(2 * time.Hour)},
-		AdminConf:                {"kubernetes-admin", soon.Add(3 * time.Hour)},
+		nodefacts.PKIFile("apiserver.crt"): {"kube-apiserver", soon},
+		nodefacts.PKIFile("etcd/peer.crt"): {"cp-1", soon.Add(time.Hour)},
+		nodefacts.KubeletClientCert:        {"system:node:cp-1", soon.Add(2 * time.Hour)},
+		nodefacts.AdminConf:                {"kubernetes-admin", soon.Add(3 * time.Hour)},
 	} {
 		e, ok := got[p]
 		if !ok || e.Subject != want.cn || !e.NotAfter.Equal(want.after) {

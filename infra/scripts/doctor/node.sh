@@ -1,0 +1,27 @@
+# Reads what doctor checks a node by, in one session: its hostname, MACs,
+# addresses (secondary ones apart: the VIP is one, and must not pass for
+# the node's own address), neighbour table, the last bind failure in
+# etcd's and the apiserver's logs, then its configuration and its
+# certificates' dates (nodefacts/live). Prints key=value lines.
+# Read-only; every part goes on whatever an earlier part found.
+echo "hostname=$(hostname)"
+for i in /sys/class/net/*; do
+	n=${i##*/}
+	[ "$n" = lo ] && continue
+	echo "mac=$(cat "$i/address")"
+done
+ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do
+	case "$rest" in
+	*secondary*) echo "secondary=${a%%/*}" ;;
+	*) echo "addr=${a%%/*}" ;;
+	esac
+done || true
+ip -4 neigh show 2>/dev/null | awk '$4=="lladdr" && $6!="FAILED" && $6!="INCOMPLETE" {print "neigh=" $1 " " $5}' || true
+for c in etcd kube-apiserver; do
+	for l in /var/log/pods/"$c".log /var/log/pods/kube-system_"$c"-*/"$c"/*.log; do
+		if [ -f "$l" ]; then
+			tail -n 300 "$l" | grep -E 'bind: cannot assign requested address|listen tcp .*: bind' | tail -n 1 | sed "s|^|bind.$c=|" || true
+		fi
+	done
+done
+{{template "nodefacts/live" .Live}}

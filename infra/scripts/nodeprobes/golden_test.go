@@ -1,0 +1,42 @@
+package nodeprobes
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// The probes as a node receives them.
+func TestScriptsGolden(t *testing.T) {
+	scriptstest.Golden(t, Expiry(), "")
+	scriptstest.Golden(t, Probe(), "")
+	scriptstest.Golden(t, Live(), "")
+	scriptstest.Golden(t, KubeletClient(), "")
+	scriptstest.Golden(t, FileStats([]string{"/etc/sysctl.d/90-homelab.conf", "/etc/it's here"}), "")
+	scriptstest.Golden(t, State([]string{nodefacts.JoinMarker, nodefacts.InitMarker}, nodefacts.KubeletConf), "")
+	scriptstest.Golden(t, Presence(nodefacts.Files(nodefacts.AdminConf)...), "")
+	scriptstest.Golden(t, Versions("", ""), "")
+	scriptstest.Golden(t, Versions("/usr/bin/kubelet 1234 56789 2026-01-01 00:00:00.000000000 +0000 2026-01-01 00:00:00.000000000 +0000", "v1.34.4"), "known")
+	scriptstest.Golden(t, scripts.Render("nodefacts/stamps", StampsArgs{Tools: []string{"kubeadm", "kubelet"}}), "")
+	scriptstest.Golden(t, scripts.Render("nodefacts/lines", nil), "")
+	for name, tr := range map[string]nodefacts.Trace{
+		"file": {Path: nodefacts.AdminConf},
+		"dir":  {Path: nodefacts.EtcdMemberDir, Kind: nodefacts.Dir},
+		"glob": {Path: nodefacts.AnyManifest, Kind: nodefacts.AnyMatch},
+	} {
+		scriptstest.Golden(t, scripts.Render("nodefacts/trace", TraceAt("", tr)), name)
+	}
+}
+
+// The legacy fragments are the scripts' bodies, no header: pasted into a
+// script built in Go, a set -e would change how the rest runs.
+func TestLegacyFragments(t *testing.T) {
+	for _, f := range []string{LegacyLines(), LegacyStamps("kubelet")} {
+		if strings.Contains(f, "set -eu") || strings.Contains(f, scripts.HeaderPrefix) || !strings.HasPrefix(f, "# ") {
+			t.Errorf("fragment:\n%s", f)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+// Package nodeprobes renders the read-only scripts under infra/scripts'
+// nodefacts/ that read kubeadm's facts off a node; roles/nodefacts, pure,
+// parses what they print. The scripts' values are its paths and lists,
+// and roles must not import infra: so the typed values live here, beside
+// the scripts, as exported structs that a script including one of these
+// ({{template "nodefacts/state" .State}}) holds as a field.
+//
+// Every XAt takes root, a test's file tree the script reads below (""
+// is the node's own /); X is XAt("") rendered, what a node receives.
+package nodeprobes
+
+import (
+	"strings"
+
+	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
+)
+
+// ExpiryArgs are nodefacts/expiry's values.
+type ExpiryArgs struct {
+	Root string
+	// Certs are the certificate files read (kubeadm's leaves and the
+	// kubelet's client certificate), KubernetesDir where the kubeconfigs
+	// are.
+	Certs         []string
+	KubernetesDir string
+}
+
+func ExpiryAt(root string) ExpiryArgs {
+	return ExpiryArgs{Root: root, Certs: append(append([]string{}, nodefacts.LeafCerts...), nodefacts.KubeletClientCert), KubernetesDir: nodefacts.KubernetesDir}
+}
+
+func (a ExpiryArgs) Script() scripts.Script { return scripts.Render("nodefacts/expiry", a) }
+
+// Expiry reads every certificate's end of validity (nodefacts.ParseExpiry).
+func Expiry() scripts.Script { return ExpiryAt("").Script() }
+
+// ProbeArgs are nodefacts/probe's values.
+type ProbeArgs struct {
+	Root          string
+	Files         []string
+	KubernetesDir string
+}
+
+func ProbeAt(root string) ProbeArgs {
+	return ProbeArgs{Root: root, Files: nodefacts.ProbedFiles(), KubernetesDir: nodefacts.KubernetesDir}
+}
+
+func (a ProbeArgs) Script() scripts.Script { return scripts.Render("nodefacts/probe", a) }
+
+// Probe reads a node's own configuration (nodefacts.ParseProbe).
+func Probe() scripts.Script { return ProbeAt("").Script() }
+
+// LiveArgs are nodefacts/live's values: the probe's and the expiry's.
+type LiveArgs struct {
+	Probe  ProbeArgs
+	Expiry ExpiryArgs
+}
+
+func LiveAt(root string) LiveArgs { return LiveArgs{ProbeAt(root), ExpiryAt(root)} }
+
+func (a LiveArgs) Script() scripts.Script { return scripts.Render("nodefacts/live", a) }
+
+// Live is Probe and Expiry in one session.
+func Live() scripts.Script { return LiveAt("").Script() }
+
+// KubeletClientArgs are nodefacts/kubeletclient's values.
+type KubeletClientArgs struct {
+	Root                            string
+	KubeletConf, ClientCert, CACert string
+}
+
+func KubeletClientAt(root string) KubeletClientArgs {
+	return KubeletClientArgs{Root: root, KubeletConf: nodefacts.KubeletConf, ClientCert: nodefacts.KubeletClientCert, CACert: nodefacts.CACert}
+}
+
+func (a KubeletClientArgs) Script() scripts.Script {
+	return scripts.Render("nodefacts/kubeletclient", a)
+}
+
+// KubeletClient reads the kubelet's client credentials, no key
+// (nodefacts.ParseKubeletClient).
+func KubeletClient() scripts.Script { return KubeletClientAt("").Script() }
+
+// TraceArgs are nodefacts/trace's values: one nodefacts.Trace.
+type TraceArgs struct {
+	Root, Path string
+	Dir, Glob  bool
+}
+
+func TraceAt(root string, t nodefacts.Trace) TraceArgs {
+	return TraceArgs{Root: root, Path: t.Path, Dir: t.Kind == nodefacts.Dir, Glob: t.Kind == nodefacts.AnyMatch}
+}
+
+func tracesAt(root string, ts []nodefacts.Trace) []TraceArgs {
+	out := make([]TraceArgs, len(ts))
+	for i, t := range ts {
+		out[i] = TraceAt(root, t)
+	}
+	return out
+}
+
+// StateArgs are nodefacts/state's values.
+type StateArgs struct {
+	Markers, Files, Leftovers []TraceArgs
+}
+
+// StateAt checks for one of markers and all files (regular files), and
+// nodefacts.Leftovers.
+func StateAt(root string, markers []string, files ...string) StateArgs {
+	return StateArgs{tracesAt(root, nodefacts.Files(markers...)), tracesAt(root, nodefacts.Files(files...)), tracesAt(root, nodefacts.Leftovers)}
+}
+
+func (a StateArgs) Script() scripts.Script { return scripts.Render("nodefacts/state", a) }
+
+// State prints nodefacts.StateSetUp when one of markers and all files
+// are on the node, nodefacts.StatePartial when kubeadm left something
+// behind (nodefacts.Leftovers), nodefacts.StateNone otherwise.
+func State(markers []string, files ...string) scripts.Script {
+	return StateAt("", markers, files...).Script()
+}
+
+// PresenceArgs are nodefacts/presence's values.
+type PresenceArgs struct{ Traces []TraceArgs }
+
+// PresenceAt looks for traces and for each of nodefacts.Leftovers, so
+// nodefacts.HasLeftovers can be asked of what it found.
+func PresenceAt(root string, traces ...nodefacts.Trace) PresenceArgs {
+	var a PresenceArgs
+	seen := map[nodefacts.Trace]bool{}
+	for _, t := range append(append([]nodefacts.Trace{}, traces...), nodefacts.Leftovers...) {
+		if !seen[t] {
+			seen[t] = true
+			a.Traces = append(a.Traces, TraceAt(root, t))
+		}
+	}
+	return a
+}
+
+func (a PresenceArgs) Script() scripts.Script { return scripts.Render("nodefacts/presence", a) }
+
+// Presence prints which of traces and nodefacts.Leftovers are on the
+// node (nodefacts.ParsePresence).
+func Presence(traces ...nodefacts.Trace) scripts.Script { return PresenceAt("", traces...).Script() }
+
+// FileStatsArgs are nodefacts/filestats' values.
+type FileStatsArgs struct{ Paths []string }
+
+// FileStats reads the modes and checksums of paths
+// (nodefacts.ParseFileStats, with the same paths).
+func FileStats(paths []string) scripts.Script {
+	return scripts.Render("nodefacts/filestats", FileStatsArgs{paths})
+}
+
+// VersionsArgs are nodefacts/versions' values (Tools for
+// nodefacts/stamps, which it includes).
+type VersionsArgs struct {
+	Root                                  string
+	Tools                                 []string
+	KubeletStamp, KubeletVersion          string
+	Manifests                             []string
+	InitMarker, JoinMarker, KubeletConfig string
+}
+
+// VersionsAt knows the kubelet's stamp and version from an earlier read
+// (both "" for none): a kubelet with that stamp is not run.
+func VersionsAt(root, kubeletStamp, kubeletVersion string) VersionsArgs {
+	a := VersionsArgs{Root: root, Tools: []string{"kubelet"}, KubeletStamp: kubeletStamp, KubeletVersion: kubeletVersion,
+		InitMarker: nodefacts.InitMarker, JoinMarker: nodefacts.JoinMarker, KubeletConfig: nodefacts.KubeletConfigFile}
+	for _, c := range nodefacts.VersionedComponents {
+		a.Manifests = append(a.Manifests, nodefacts.Manifest(c))
+	}
+	return a
+}
+
+func (a VersionsArgs) Script() scripts.Script { return scripts.Render("nodefacts/versions", a) }
+
+// Versions reads what a node runs (nodefacts.ParseVersions), knowing the
+// kubelet's stamp and version from an earlier read ("" for none).
+func Versions(kubeletStamp, kubeletVersion string) scripts.Script {
+	return VersionsAt("", kubeletStamp, kubeletVersion).Script()
+}
+
+// StampsArgs are nodefacts/stamps' values.
+type StampsArgs struct{ Tools []string }
+
+// LegacyLines is nodefacts/lines' shell functions as text, for a script
+// still built in Go to paste.
+//
+// Deprecated: a script's template includes {{template "nodefacts/lines"}}
+// (host.go's facts script until it is a file).
+func LegacyLines() string { return body(scripts.Render("nodefacts/lines", nil)) }
+
+// LegacyStamps is nodefacts/stamps for tools as text, for a script still
+// built in Go to paste.
+//
+// Deprecated: a script's template includes {{template "nodefacts/stamps" .}}
+// (host.go's version script until it is a file).
+func LegacyStamps(tools ...string) string {
+	return body(scripts.Render("nodefacts/stamps", StampsArgs{tools}))
+}
+
+// body is s without its name line and header: pasted into a script built
+// in Go, the header would change how the rest of that script runs.
+func body(s scripts.Script) string {
+	const headerEnd = "&& set -o pipefail\n"
+	_, b, ok := strings.Cut(s.String(), headerEnd)
+	if !ok {
+		panic("nodeprobes: " + s.Name() + " has no header ending in " + headerEnd)
+	}
+	return b
+}
