@@ -23,7 +23,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // ControlPlaneAddress keeps what kubeadm baked into a control-plane node
@@ -371,7 +370,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		if pod == "kube-apiserver" && dr.address {
 			continue
 		}
-		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", scripts.Legacy(regeneratePod(pod, in.configPath()))); err != nil {
+		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", regeneratePod(pod, in.configPath())); err != nil {
 			return st, err
 		}
 	}
@@ -391,7 +390,7 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 	// kubeconfig was renewed already.
 	toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
 	if len(toRestart) > 0 {
-		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", scripts.Legacy(restartPods(toRestart))); err != nil {
+		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
 			return st, err
 		}
 	}
@@ -534,7 +533,7 @@ func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs
 			for _, sc := range stale {
 				if !restarted[sc.pod] {
 					p.GetLogger(ctx).Warningf("%s: %s still serves its previous %s; restarting it", in.Connection.Node, sc.pod, sc.file)
-					_, _ = c.Run(ctx, "pkill -f "+shell.Quote(nodefacts.ProcessPattern(sc.pod))+" || true")
+					_, _ = c.Run(ctx, scripts.Render("pods/kill", podOf(sc.pod)).String())
 					restarted[sc.pod] = true
 				}
 			}
@@ -601,7 +600,7 @@ func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs,
 		}
 	}
 	if len(kubeconfigs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), scripts.Legacy(renewKubeconfigs(config, kubeconfigs))); err != nil {
+		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(config, kubeconfigs)); err != nil {
 			return err
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Certificates over the years: kubeadm's leaves last a year and nothing
@@ -166,53 +166,45 @@ func renewedCerts(due []renewal) (certs, kubeconfigs, restart []string) {
 // server, which the address fix owns, stays as it is. --config: the
 // lifetime is the declared one, and nothing is asked of the API, which
 // may be down.
-func renewKubeconfigs(config string, names []string) string {
-	script := "set -e\n"
-	for _, n := range names {
-		script += "kubeadm certs renew " + n + " --config " + shell.Quote(config) + "\n"
-	}
-	return script
+func renewKubeconfigs(config string, names []string) scripts.Script {
+	return scripts.Render("certs/renew-kubeconfigs", renewKubeconfigsArgs{Config: config, Names: names})
 }
 
-// awaitNewProcess is a shell function: await_new PATTERN NAME OLD waits
-// until a process matching PATTERN runs whose PIDs are not OLD (the kubelet
-// started it again), for at most 300 s.
-const awaitNewProcess = `await_new() {
-  i=0
-  while :; do
-    new=$(pgrep -f "$1" | tr '\n' ' ')
-    if [ -n "$new" ] && [ "$new" != "$3" ]; then return 0; fi
-    i=$((i+1))
-    if [ "$i" -ge 300 ]; then echo "$2 did not come back within 300 s of its restart" >&2; return 1; fi
-    sleep 1
-  done
+type renewKubeconfigsArgs struct {
+	Config string
+	Names  []string
 }
-`
+
+// podArgs name a static pod and the pattern its process is matched by
+// (nodefacts.ProcessPattern), for the pods/ scripts.
+type podArgs struct{ Name, Pattern string }
+
+func podOf(pod string) podArgs { return podArgs{Name: pod, Pattern: nodefacts.ProcessPattern(pod)} }
+
+// restartArgs are pods/restart's: the pods restarted, in order.
+type restartArgs struct{ Pods []podArgs }
+
+func restartArgsOf(pods []string) restartArgs {
+	var a restartArgs
+	for _, pod := range pods {
+		a.Pods = append(a.Pods, podOf(pod))
+	}
+	return a
+}
 
 // restartPods makes the kubelet restart each static pod and waits for a
-// new process of it. Matched on the command line: a process name is cut
-// to 15 characters, so `pkill -x kube-controller-manager` matches nothing.
-func restartPods(pods []string) string {
-	script := "set -e\n" + awaitNewProcess + `restart() {
-  old=$(pgrep -f "$1" | tr '\n' ' ')
-  pkill -f "$1" || true
-  await_new "$1" "$2" "$old"
+// new process of it.
+func restartPods(pods []string) scripts.Script {
+	return scripts.Render("pods/restart", restartArgsOf(pods))
 }
-`
-	for _, pod := range pods {
-		script += "restart " + shell.Quote(nodefacts.ProcessPattern(pod)) + " " + pod + "\n"
-	}
-	return script
+
+type regenerateArgs struct {
+	podArgs
+	Phase, Config string
 }
 
 // regeneratePod writes a static pod's manifest again with kubeadm and
-// waits until the kubelet runs the new one: a new manifest is no restart
-// yet, and the next node's must not begin while this one's is pending, or
-// every apiserver restarts at once.
-func regeneratePod(pod, config string) string {
-	pattern := shell.Quote(nodefacts.ProcessPattern(pod))
-	return "set -e\n" + awaitNewProcess +
-		"old=$(pgrep -f " + pattern + " | tr '\\n' ' ')\n" +
-		"kubeadm init phase control-plane " + nodefacts.ComponentPhase[pod] + " --config " + shell.Quote(config) + "\n" +
-		"await_new " + pattern + " " + pod + " \"$old\"\n"
+// waits until the kubelet runs the new one.
+func regeneratePod(pod, config string) scripts.Script {
+	return scripts.Render("pods/regenerate", regenerateArgs{podArgs: podOf(pod), Phase: nodefacts.ComponentPhase[pod], Config: config})
 }

@@ -131,7 +131,7 @@ func newFakePKI(t *testing.T, n *fakeNode, notAfter map[string]time.Time) *fakeP
 		}
 		return ssh.Result{}, nil
 	})
-	renew := regexp.MustCompile(`kubeadm certs renew (\S+)`)
+	renew := regexp.MustCompile(`kubeadm certs renew '([^']+)'`)
 	n.onFunc("kubeadm certs renew", func(cmd string) (ssh.Result, error) {
 		for _, m := range renew.FindAllStringSubmatch(cmd, -1) {
 			f.reissue(func(r nodefacts.Renewable) bool { return r.Kubeconfig() && r.Name() == m[1] })
@@ -300,7 +300,7 @@ func (l *renewalLab) update(st ControlPlaneAddressState) (ControlPlaneAddressSta
 }
 
 // phases are the kubeadm renewals a mutating command ran.
-var renewalCommand = regexp.MustCompile(`kubeadm (init phase certs|certs renew) (\S+)`)
+var renewalCommand = regexp.MustCompile(`kubeadm (init phase certs|certs renew) '?([^' ]+)`)
 
 func renewalCommands(mutations []string) []string {
 	var out []string

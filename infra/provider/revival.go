@@ -316,7 +316,9 @@ func (ControlPlaneRevival) Delete(ctx context.Context, req infer.DeleteRequest[C
 // still serve an old one).
 var revivalPods = []string{nodefacts.KubeAPIServer, nodefacts.KubeControllerManager, nodefacts.KubeScheduler}
 
-func reviveRestart() string { return "set -e\nsystemctl restart kubelet\n" + restartPods(revivalPods) }
+func reviveRestart() scripts.Script {
+	return scripts.Render("revival/restart", restartArgsOf(revivalPods))
+}
 
 // revive reads every control-plane node and, when revivalOf says so,
 // renews every due certificate on every node it names, then restarts
@@ -396,7 +398,7 @@ func revive(ctx context.Context, in ControlPlaneRevivalArgs, last *ControlPlaneR
 		return st, fmt.Errorf("the revival did not renew everything, so nothing was restarted: %s", strings.Join(left, "; "))
 	}
 	for _, rn := range rv.Nodes {
-		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), scripts.Legacy(reviveRestart())); err != nil {
+		if _, err := mustFinish(ctx, conns[rn.Node], rn.Node, "restarting the kubelet, "+strings.Join(revivalPods, ", "), reviveRestart()); err != nil {
 			return st, err
 		}
 	}

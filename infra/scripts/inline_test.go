@@ -20,11 +20,9 @@ var stillInline = map[string]int{
 	"infra/adopt/adopt.go":        1,
 	"infra/doctor/node.go":        1,
 	"infra/etcdbackup/restore.go": 3,
-	"infra/provider/address.go":   4,
 	"infra/provider/file.go":      1,
 	"infra/provider/host.go":      1,
 	"infra/provider/package.go":   4,
-	"infra/provider/revival.go":   1,
 	"infra/provider/upgrade.go":   16,
 }
 
