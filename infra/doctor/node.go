@@ -110,7 +110,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
 		}
 	}
-	if res, err := c.Query(ctx, gpu.DetectScript); err == nil {
+	if res, err := c.Query(ctx, nodeprobes.GPUDetect().String()); err == nil {
 		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
 	}
 	f.cni = readCNI(ctx, c)

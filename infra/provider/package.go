@@ -12,6 +12,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/shell"
@@ -98,7 +99,7 @@ func (pk *Package) Annotate(a infer.Annotator) {
 func packageQuery(in PackageArgs) string {
 	var b strings.Builder
 	if in.RequireNvidiaGPU {
-		b.WriteString(gpu.DetectScript + "\n")
+		b.WriteString(nodeprobes.LegacyGPUDetect() + "\n")
 	}
 	words := make([]string, len(in.Names))
 	for i, n := range in.Names {

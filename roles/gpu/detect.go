@@ -2,31 +2,9 @@ package gpu
 
 import "strings"
 
-// DetectScript is a read-only command that lists what a node shows of
-// NVIDIA GPUs, one key=value line each: the GPUs nvidia-smi -L lists (the
-// driver answers), the /dev/nvidiaN device nodes (the driver is loaded),
-// and the NVIDIA display controllers on PCI (vendor 0x10de, class 0x03xxxx:
-// the card is there, driver or not). Both the provider (whether to install
-// the toolkit) and doctor (declared vs detected) run it. The shell reads
-// each device's files itself: a command substitution per file forked a
-// shell and a cat for every PCI device on every read.
-var DetectScript = detectScript("/sys/bus/pci/devices")
-
-// detectScript is DetectScript listing the PCI devices under pci (a
-// test's tree).
-func detectScript(pci string) string {
-	return `command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | sed 's/^/smi=/'
-for d in /dev/nvidia[0-9]*; do [ -e "$d" ] && echo "dev=$d"; done
-for d in ` + pci + `/*; do
-  [ -r "$d/vendor" ] || continue
-  v=; read -r v 2>/dev/null < "$d/vendor"; [ "$v" = 0x10de ] || continue
-  c=; read -r c 2>/dev/null < "$d/class"
-  case "$c" in 0x03*) echo "pci=${d##*/} $c";; esac
-done
-true`
-}
-
-// Detection is what DetectScript found on a node.
+// Detection is what a node shows of NVIDIA GPUs, as the gpu/detect script
+// (infra/scripts) lists it: both the provider (whether to install the
+// toolkit) and doctor (declared vs detected) run it.
 type Detection struct {
 	// SMI are nvidia-smi -L's lines ("GPU 0: NVIDIA GeForce RTX 4090 (UUID: ...)").
 	SMI []string
@@ -44,7 +22,7 @@ const (
 	SourceNone      = "none"
 )
 
-// ParseDetection reads DetectScript's output. Lines it does not know are
+// ParseDetection reads the gpu/detect script's output. Lines it does not know are
 // ignored (a login banner, a driver's complaint).
 func ParseDetection(out string) Detection {
 	var d Detection

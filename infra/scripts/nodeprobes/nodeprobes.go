@@ -210,3 +210,23 @@ func body(s scripts.Script) string {
 	}
 	return b
 }
+
+// GPUDetectArgs are gpu/detect's values: where the PCI devices are.
+type GPUDetectArgs struct{ PCI string }
+
+// GPUDetectAt lists the GPUs of the PCI devices under pci (a test's tree).
+func GPUDetectAt(pci string) GPUDetectArgs { return GPUDetectArgs{PCI: pci} }
+
+func (a GPUDetectArgs) Script() scripts.Script { return scripts.Render("gpu/detect", a) }
+
+// GPUDetect lists what a node shows of NVIDIA GPUs (gpu.ParseDetection):
+// the provider (whether to install the toolkit) and doctor (declared vs
+// detected) both run it.
+func GPUDetect() scripts.Script { return GPUDetectAt("/sys/bus/pci/devices").Script() }
+
+// LegacyGPUDetect is gpu/detect as text, for a script still built in Go
+// to paste.
+//
+// Deprecated: a script's template includes {{template "gpu/detect" .}}
+// (package.go's query until it is a file).
+func LegacyGPUDetect() string { return body(GPUDetect()) }
