@@ -23,6 +23,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
@@ -236,6 +237,13 @@ func (a *Adoption) Holds(old *pki.Bundle) bool {
 	return a.KeyFrom == "" || old.EncryptionSecret() == a.Bundle.EncryptionSecret()
 }
 
+type markArgs struct{ Dir, Marker string }
+
+// markScript writes marker, in a directory that must exist.
+func markScript(marker string) scripts.Script {
+	return scripts.Render("adopt/mark", markArgs{Dir: path.Dir(marker), Marker: marker})
+}
+
 // Mark writes the completion marker on every verified node that lacks it,
 // printing each, and nothing else.
 func (a *Adoption) Mark(ctx context.Context, w io.Writer) error {
@@ -244,8 +252,7 @@ func (a *Adoption) Mark(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		c := a.clients[p.Node]
-		dir := path.Dir(p.Marker)
-		res, err := c.Run(ctx, "test -d "+dir+" && touch "+p.Marker)
+		res, err := c.Run(ctx, markScript(p.Marker).String())
 		if err != nil {
 			return fmt.Errorf("%s: writing %s: %w", p.Node, p.Marker, err)
 		}
