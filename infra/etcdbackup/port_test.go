@@ -28,7 +28,7 @@ func TestRestoreWaitsAtTheInventorysAPIPort(t *testing.T) {
 		if got := tg.apiURL(s); got != "https://10.0.0.21:"+tc.want {
 			t.Errorf("port %d, advertised: the apiserver waited for at %s", tc.port, got)
 		}
-		q := tg.listeners()
+		q := tg.listeners().String()
 		if !strings.Contains(q, ":"+tc.want+" ") || !strings.Contains(q, ":2379 ") {
 			t.Errorf("port %d: the stop waits for listeners %q", tc.port, q)
 		}

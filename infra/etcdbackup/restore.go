@@ -14,10 +14,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/homelab-dev/homelab/infra/etcdclient"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Paths on a node the restore uses.
@@ -292,7 +292,7 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		rep.Readded = append(rep.Readded, s.Name)
 	}
 	if err := waitFor(ctx, 3*time.Minute, "the API at the cluster's endpoint", func() error {
-		return queryOK(ctx, target, "kubectl --kubeconfig "+adminConf+" get --raw=/readyz")
+		return queryOK(ctx, target, readyzScript(""))
 	}); err != nil {
 		return rep, fmt.Errorf("%s: %w", target.Name, err)
 	}
@@ -301,7 +301,7 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 		// The restored data still holds the Node of the machine that was
 		// there, Ready as of the snapshot: kubeadm join refuses to join
 		// over a Ready Node, and that machine's kubelet is gone.
-		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, "kubectl --kubeconfig "+adminConf+" delete node "+shell.Quote(name)+" --ignore-not-found --wait=false"); err != nil {
+		if _, err := mustRun(ctx, target, "deleting the stale Node "+name, scripts.Render("kubectl/delete-node", nodeArgs{Kubectl: "kubectl --kubeconfig " + adminConf, Node: name})); err != nil {
 			return rep, err
 		}
 	}
@@ -457,38 +457,44 @@ func (t Target) copyRawDB(ctx context.Context, s *nodeState, local string, want 
 	return st, nil
 }
 
+// podsArgs are etcd/aside's and etcd/back's: which static pods move
+// between the manifests' directory and the aside one.
+type podsArgs struct {
+	ManifestDir, AsideDir string
+	Pods                  []string
+}
+
 // asideScript moves the control plane's manifests aside (the kubelet
 // stops their pods).
-func asideScript() string {
-	var mv []string
-	for _, p := range controlPlanePods {
-		mv = append(mv, fmt.Sprintf("if [ -f %[1]s/%[3]s.yaml ]; then mkdir -p %[2]s; mv -f %[1]s/%[3]s.yaml %[2]s/; fi", manifestDir, AsideDir, p))
-	}
-	return strings.Join(mv, "\n")
+func asideScript() scripts.Script {
+	return scripts.Render("etcd/aside", podsArgs{ManifestDir: manifestDir, AsideDir: AsideDir, Pods: controlPlanePods})
 }
 
 // backScript puts manifests back, removing the aside directory once empty.
-func backScript(pods ...string) string {
-	var mv []string
-	for _, p := range pods {
-		mv = append(mv, fmt.Sprintf("if [ -f %[2]s/%[3]s.yaml ]; then mv -f %[2]s/%[3]s.yaml %[1]s/; fi", manifestDir, AsideDir, p))
-	}
-	return strings.Join(mv, "\n") + "\nrmdir " + AsideDir + " 2>/dev/null || true"
+func backScript(pods ...string) scripts.Script {
+	return scripts.Render("etcd/back", podsArgs{ManifestDir: manifestDir, AsideDir: AsideDir, Pods: pods})
+}
+
+type nodeArgs struct{ Kubectl, Node string }
+
+// readyzScript asks admin.conf's server, or server when set, for /readyz.
+func readyzScript(server string) scripts.Script {
+	return scripts.Render("etcd/readyz", struct{ AdminConf, Server string }{adminConf, server})
 }
 
 // listeners lists what still listens on etcd's ports and the apiserver's
 // (the inventory's cluster.endpoint.port, which kubeadm makes its bind
 // port): the control plane has stopped when it prints nothing.
-func (t Target) listeners() string {
-	return fmt.Sprintf("ss -Hltn '( sport = :2379 or sport = :2380 or sport = :%d )'", t.Inventory.Cluster.Endpoint.APIPort())
+func (t Target) listeners() scripts.Script {
+	return scripts.Render("etcd/listeners", struct{ APIPort int }{t.Inventory.Cluster.Endpoint.APIPort()})
 }
 
 func (t Target) stopControlPlane(ctx context.Context, s *nodeState) error {
-	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", "set -e\n"+asideScript()); err != nil {
+	if _, err := mustRun(ctx, s, "moving the control plane's manifests aside", asideScript()); err != nil {
 		return err
 	}
 	return waitFor(ctx, 3*time.Minute, "etcd and the apiserver to stop", func() error {
-		r, err := s.c.Query(ctx, t.listeners())
+		r, err := s.c.Query(ctx, t.listeners().String())
 		if err != nil {
 			return err
 		}
@@ -505,13 +511,7 @@ func (t Target) startRestored(ctx context.Context, s *nodeState, tarball []byte,
 	if err := s.c.Upload(ctx, upload, tarball, 0o600); err != nil {
 		return err
 	}
-	d := shell.Quote(s.flags["data-dir"])
-	script := `set -e
-` + moveAsideScript(s.flags["data-dir"]) + `
-d=` + d + `
-mkdir -p "$d"; chmod 700 "$d"
-tar xzf ` + upload + ` -C "$d"
-rm -f ` + upload
+	script := scripts.Render("etcd/restore-data", restoreDataArgs{moveAsideArgs: moveAsideOf(s.flags["data-dir"]), Upload: upload})
 	out, err := mustRun(ctx, s, "putting the restored data in place", script)
 	if err != nil {
 		return err
@@ -547,7 +547,7 @@ rm -f ` + upload
 }
 
 func putBack(ctx context.Context, s *nodeState, pods ...string) error {
-	_, err := mustRun(ctx, s, "putting back "+strings.Join(pods, ", "), "set -e\n"+backScript(pods...))
+	_, err := mustRun(ctx, s, "putting back "+strings.Join(pods, ", "), backScript(pods...))
 	return err
 }
 
@@ -569,7 +569,7 @@ func (t Target) apiURL(s *nodeState) string {
 func (t Target) waitAPI(ctx context.Context, s *nodeState) error {
 	addr := t.apiURL(s)
 	return waitFor(ctx, 4*time.Minute, s.Name+"'s apiserver", func() error {
-		return queryOK(ctx, s, "kubectl --kubeconfig "+adminConf+" --server "+addr+" get --raw=/readyz")
+		return queryOK(ctx, s, readyzScript(addr))
 	})
 }
 
@@ -577,15 +577,21 @@ func (t Target) waitAPI(ctx context.Context, s *nodeState) error {
 // went.
 const keptPrefix = "kept-at="
 
+type moveAsideArgs struct{ DataDir, BeforeDir, KeptPrefix string }
+
+func moveAsideOf(dataDir string) moveAsideArgs {
+	return moveAsideArgs{DataDir: dataDir, BeforeDir: BeforeRestoreDir, KeptPrefix: keptPrefix}
+}
+
+type restoreDataArgs struct {
+	moveAsideArgs
+	Upload string
+}
+
 // moveAsideScript moves the member directory under dataDir, if any, to a
 // new directory of its own under BeforeRestoreDir and prints where.
-func moveAsideScript(dataDir string) string {
-	return `if [ -d ` + shell.Quote(dataDir+"/member") + ` ]; then
-  mkdir -p ` + BeforeRestoreDir + `; chmod 700 ` + BeforeRestoreDir + `
-  b=$(mktemp -d ` + BeforeRestoreDir + `/$(date -u +%Y%m%dT%H%M%SZ)-XXXX)
-  mv ` + shell.Quote(dataDir+"/member") + ` "$b/"
-  echo "` + keptPrefix + `$b/member"
-fi`
+func moveAsideScript(dataDir string) scripts.Script {
+	return scripts.Render("etcd/move-aside", moveAsideOf(dataDir))
 }
 
 // keptAt says where moveAsideScript's output put the old data.
@@ -604,7 +610,7 @@ func keptAt(out string) string {
 // --initial-cluster-state=existing, and promoted once it caught up; then
 // the rest of its control plane back.
 func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) error {
-	out, err := mustRun(ctx, s, "moving its old etcd data aside", "set -e\n"+moveAsideScript(s.flags["data-dir"]))
+	out, err := mustRun(ctx, s, "moving its old etcd data aside", moveAsideScript(s.flags["data-dir"]))
 	if err != nil {
 		return err
 	}
@@ -635,7 +641,7 @@ func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) e
 	if err := s.c.Upload(ctx, manifestDir+"/etcd.yaml", manifest, 0o600); err != nil {
 		return err
 	}
-	if _, err := mustRun(ctx, s, "removing its set-aside etcd manifest", "rm -f "+AsideDir+"/etcd.yaml"); err != nil {
+	if _, err := mustRun(ctx, s, "removing its set-aside etcd manifest", scripts.Render("etcd/drop-aside-manifest", struct{ Path string }{AsideDir + "/etcd.yaml"})); err != nil {
 		return err
 	}
 	if err := s.c.Note(fmt.Sprintf("etcd member promote %x", resp.Member.ID)); err != nil {
@@ -656,8 +662,8 @@ func (t Target) readd(ctx context.Context, cli *clientv3.Client, s *nodeState) e
 	return t.waitAPI(ctx, s)
 }
 
-func mustRun(ctx context.Context, s *nodeState, what, cmd string) (string, error) {
-	r, err := s.c.Run(ctx, cmd)
+func mustRun(ctx context.Context, s *nodeState, what string, script scripts.Script) (string, error) {
+	r, err := s.c.Run(ctx, script.String())
 	if err != nil {
 		return "", fmt.Errorf("%s: %s: %w", s.Name, what, err)
 	}
@@ -667,8 +673,8 @@ func mustRun(ctx context.Context, s *nodeState, what, cmd string) (string, error
 	return string(r.Stdout), nil
 }
 
-func queryOK(ctx context.Context, s *nodeState, cmd string) error {
-	r, err := s.c.Query(ctx, cmd)
+func queryOK(ctx context.Context, s *nodeState, script scripts.Script) error {
+	r, err := s.c.Query(ctx, script.String())
 	if err != nil {
 		return err
 	}
