@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -52,8 +53,10 @@ func TestOnlyCopyIsKeptInTheLab(t *testing.T) {
 			e.node(ctx, "solo", tc.breakIt)
 			e.up(ctx, e.open(ctx, e.invPath))
 			for _, c := range e.mutating() {
-				if strings.Contains(c, "kubeadm reset") || strings.Contains(c, "rm -rf "+nodefacts.EtcdMemberDir) ||
-					strings.Contains(c, nodefacts.EtcdAsideDir) || strings.Contains(c, "rm -rf "+nodefacts.EtcdDataDir) {
+				// By the scripts' names, and by what they would do whatever
+				// script did it (paths are quoted in scripts).
+				if strings.Contains(c, scripts.HeaderPrefix+"kubeadm/reset") || strings.Contains(c, "kubeadm reset") ||
+					strings.Contains(c, nodefacts.EtcdAsideDir) || strings.Contains(c, nodefacts.EtcdMemberDir) || strings.Contains(c, "'"+nodefacts.EtcdDataDir+"'") {
 					t.Errorf("up ran a command that takes etcd's data: %s", c)
 				}
 			}

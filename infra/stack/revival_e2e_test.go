@@ -145,7 +145,7 @@ func TestExpiredControlPlaneRevivesInTheLab(t *testing.T) {
 	}
 	ran := e.mutating()
 	for _, cp := range cps {
-		for _, want := range []string{"kubeadm init phase certs etcd-peer", "kubeadm certs renew admin.conf", "systemctl restart kubelet"} {
+		for _, want := range []string{"kubeadm init phase certs etcd-peer", "kubeadm certs renew 'admin.conf'", "systemctl restart kubelet"} {
 			if !mentions(ran, cp+": ", want) {
 				t.Errorf("%s did not run %q in the revival", cp, want)
 			}
