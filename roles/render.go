@@ -173,7 +173,7 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 				file.File{Path: keepalived.CheckScriptPath, Mode: 0o755, Content: s.checkScript, Restarts: keepalived.Unit},
 				// systemd applies a drop-in's ExecStopPost= to the running
 				// keepalived at daemon-reload: no restart, no VIP move.
-				file.File{Path: keepalived.DropInPath, Mode: 0o644, Content: dropIn, OnChange: "systemctl daemon-reload"})
+				file.File{Path: keepalived.DropInPath, Mode: 0o644, Content: dropIn, OnChange: "daemon-reload"})
 		}
 	}
 	if dropIn, ok := gpu.ContainerdDropIn(n); ok {

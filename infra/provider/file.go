@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -25,8 +26,9 @@ type FileArgs struct {
 	// Content is marked secret by the program for key material and tokens.
 	Content string `pulumi:"content"`
 	Mode    int    `pulumi:"mode"`
-	// OnChange runs after the file is written (e.g. `sysctl -e -p PATH`).
-	// It must be idempotent; it never runs when nothing changed.
+	// OnChange names the script (infra/scripts/onchange/) run after the
+	// file is written, given its path: `sysctl`, `daemon-reload`. It must
+	// be idempotent; it never runs when nothing changed.
 	OnChange string `pulumi:"onChange,optional"`
 }
 
@@ -56,7 +58,25 @@ func (File) Create(ctx context.Context, req infer.CreateRequest[FileArgs]) (infe
 	return infer.CreateResponse[FileState]{ID: id, Output: st}, writeFile(ctx, req.Inputs)
 }
 
+// onChangeScript is the script a File's OnChange names, with the file's
+// path; an unknown name is an error before anything is written.
+func onChangeScript(a FileArgs) (scripts.Script, error) {
+	name := "onchange/" + a.OnChange
+	if !slices.Contains(scripts.Names(), name) {
+		return scripts.Script{}, fmt.Errorf("%s: %s: onChange %q names no script under infra/scripts/onchange", a.Connection.Node, a.Path, a.OnChange)
+	}
+	return scripts.Render(name, struct{ Path string }{a.Path}), nil
+}
+
 func writeFile(ctx context.Context, a FileArgs) error {
+	var onChange scripts.Script
+	if a.OnChange != "" {
+		s, err := onChangeScript(a)
+		if err != nil {
+			return err
+		}
+		onChange = s
+	}
 	c, err := dial(ctx, a.Connection)
 	if err != nil {
 		return err
@@ -66,7 +86,7 @@ func writeFile(ctx context.Context, a FileArgs) error {
 		return fmt.Errorf("%s: writing %s: %w", a.Connection.Node, a.Path, err)
 	}
 	if a.OnChange != "" {
-		_, err = must(ctx, c, a.Connection.Node, "applying "+a.Path, scripts.Legacy(a.OnChange))
+		_, err = must(ctx, c, a.Connection.Node, "applying "+a.Path, onChange)
 	}
 	return err
 }

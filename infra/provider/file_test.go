@@ -14,6 +14,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/shell"
 )
@@ -83,7 +84,7 @@ func scriptPaths(cmd string) []string {
 const sysctlPath = "/etc/sysctl.d/90-homelab.conf"
 
 func sysctlFile(conn Connection) FileArgs {
-	return FileArgs{Connection: conn, Path: sysctlPath, Content: "net.ipv4.ip_forward = 1\n", Mode: 0o644, OnChange: "sysctl -e -p " + sysctlPath}
+	return FileArgs{Connection: conn, Path: sysctlPath, Content: "net.ipv4.ip_forward = 1\n", Mode: 0o644, OnChange: "sysctl"}
 }
 
 // A file goes through its life on a node: written and applied once, read
@@ -94,7 +95,7 @@ func TestFileLifecycle(t *testing.T) {
 	ctx := lab.ctx()
 	cp1 := lab.node("cp-1")
 	serveStat(cp1)
-	cp1.on("sysctl -e -p", "", 0)
+	cp1.onScript("onchange/sysctl", "", 0)
 	in := sysctlFile(lab.conn("cp-1"))
 
 	if _, err := (File{}).Create(ctx, infer.CreateRequest[FileArgs]{Inputs: in, DryRun: true}); err != nil {
@@ -108,7 +109,11 @@ func TestFileLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"upload " + sysctlPath, "run sysctl -e -p " + sysctlPath}; !slices.Equal(cp1.mutations(), want) {
+	apply, err := onChangeScript(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"upload " + sysctlPath, "run " + apply.String()}; !slices.Equal(cp1.mutations(), want) {
 		t.Errorf("create did %v, want %v", cp1.mutations(), want)
 	}
 	if f := cp1.files[sysctlPath]; string(f.content) != in.Content || f.mode != 0o644 {
@@ -166,7 +171,7 @@ func TestFileLifecycle(t *testing.T) {
 func TestFileApplyFails(t *testing.T) {
 	lab := newFakeLab(t)
 	cp1 := lab.node("cp-1")
-	cp1.onFunc("sysctl -e -p", func(string) (ssh.Result, error) {
+	cp1.onScriptFunc("onchange/sysctl", func(string) (ssh.Result, error) {
 		return ssh.Result{Stderr: []byte("sysctl: cannot stat /proc/sys/net/ipv4/ip_forwrd: No such file or directory\n"), ExitCode: 255}, nil
 	})
 	_, err := (File{}).Create(lab.ctx(), infer.CreateRequest[FileArgs]{Inputs: sysctlFile(lab.conn("cp-1"))})
@@ -332,5 +337,31 @@ func TestFileReadsOfANodeShareOneCommand(t *testing.T) {
 		if got := len(node.events); got != want {
 			t.Errorf("%s: %d commands, want %d: %v", node.name, got, want, node.events)
 		}
+	}
+}
+
+// An onChange that names no script is refused before the file is written:
+// a file the node would not apply is not left there.
+func TestFileRefusesAnUnknownOnChange(t *testing.T) {
+	lab := newFakeLab(t)
+	cp1 := lab.node("cp-1")
+	in := sysctlFile(lab.conn("cp-1"))
+	in.OnChange = "sysctl -e -p " + sysctlPath
+	_, err := (File{}).Create(lab.ctx(), infer.CreateRequest[FileArgs]{Inputs: in})
+	if err == nil || !strings.Contains(err.Error(), "onChange") {
+		t.Errorf("created with onChange %q: %v", in.OnChange, err)
+	}
+	if len(cp1.mutations()) > 0 {
+		t.Errorf("changed the node: %v", cp1.mutations())
+	}
+}
+
+func TestOnChangeScriptsGolden(t *testing.T) {
+	for _, name := range []string{"sysctl", "daemon-reload"} {
+		s, err := onChangeScript(FileArgs{Path: "/etc/example", OnChange: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scriptstest.Golden(t, s, "")
 	}
 }

@@ -126,7 +126,7 @@ func (f *FileArgs) Annotate(a infer.Annotator) {
 	a.Describe(&f.Path, "The file's absolute path on the node.")
 	a.Describe(&f.Content, "The file's content (secret for key material and tokens).")
 	a.Describe(&f.Mode, "The file's permission bits, e.g. 0600 as 384.")
-	a.Describe(&f.OnChange, "A command run after the file was written (never when nothing changed), e.g. `sysctl -e -p PATH`.")
+	a.Describe(&f.OnChange, "The script run after the file was written (never when nothing changed), given the file's path: `sysctl` (load a sysctl file) or `daemon-reload` (systemd reads its units again).")
 }
 
 func (f *FileState) Annotate(a infer.Annotator) {

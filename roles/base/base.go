@@ -26,8 +26,6 @@ net.bridge.bridge-nf-call-ip6tables = 1
 func Files() []file.File {
 	return []file.File{
 		{Path: ModulesPath, Mode: 0o644, Content: []byte(modules)},
-		// -e: keys a kernel lacks (bridge ones before br_netfilter loads)
-		// must not fail the run.
-		{Path: SysctlPath, Mode: 0o644, Content: []byte(sysctls), OnChange: "sysctl -e -p " + SysctlPath + " >/dev/null"},
+		{Path: SysctlPath, Mode: 0o644, Content: []byte(sysctls), OnChange: "sysctl"},
 	}
 }

@@ -21,8 +21,9 @@ type File struct {
 	// Transient files are not kept on the node: the step that needs one
 	// (a join, with its token) writes it, uses it and removes it.
 	Transient bool
-	// OnChange is a command the node runs after the file was written with
-	// new content: what makes the running system read it (sysctl -p).
+	// OnChange names the script (infra/scripts/onchange/NAME.sh, given the
+	// file's path) the node runs after the file was written with new
+	// content: what makes the running system read it (sysctl -p).
 	OnChange string
 	// Restarts names the systemd unit that reads the file only when it
 	// starts, so a change of it restarts that unit.

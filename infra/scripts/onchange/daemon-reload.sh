@@ -1,0 +1,4 @@
+# Makes systemd read the unit file or drop-in .Path just written. systemd
+# applies a drop-in's ExecStopPost= to the running unit at daemon-reload:
+# no restart (keepalived's VIP does not move).
+systemctl daemon-reload
