@@ -19,6 +19,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/infra/tools"
@@ -150,7 +151,7 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 		t.Errorf("adopt ran %d mutating commands, want one marker on each of %d nodes: %v", len(wrote), len(inv.Nodes)-1, wrote)
 	}
 	for _, w := range wrote {
-		if !strings.Contains(w, "touch /etc/kubernetes/.homelab-") {
+		if !strings.Contains(w, scripts.HeaderPrefix+"adopt/mark\n") || !strings.Contains(w, "touch '/etc/kubernetes/.homelab-") {
 			t.Errorf("adopt ran more than markers: %s", w)
 		}
 	}
