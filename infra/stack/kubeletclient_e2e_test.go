@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -89,7 +90,7 @@ func (e *e2e) checkKubeletClientRepair(ctx context.Context, s *Stack) {
 		ran[node] += cmd + "\n"
 	}
 	for _, n := range []string{"gpu-1", "cp-2"} {
-		if !strings.Contains(ran[n], "upload "+nodefacts.KubeletConf) || !strings.Contains(ran[n], "systemctl restart kubelet") {
+		if !strings.Contains(ran[n], "upload "+nodefacts.KubeletConf) || !strings.Contains(ran[n], scripts.HeaderPrefix+"systemd/restart\n") || !strings.Contains(ran[n], "systemctl restart 'kubelet'") {
 			t.Errorf("%s: up ran\n%s", n, ran[n])
 		}
 		e.checkRotatingKubeconfig(ctx, n)
