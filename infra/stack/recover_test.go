@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -63,6 +64,14 @@ func TestProcessesAreToldApartByStack(t *testing.T) {
 	p, err := procfs.NewProc(child.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Start returns as the child execs: until the kernel has set up the
+	// new program, /proc shows an empty environment (measured on 6.18).
+	// The processes runsFor is asked about have long run.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if env, err := p.Environ(); err == nil && len(env) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if !runsFor(p, pulumiHome(ours)) {
 		t.Error("a process of our stack was not counted as ours")
