@@ -63,12 +63,13 @@ func busyNode(t *testing.T, lab *fakeLab, node, name string) *fakeNode {
 	detachedBound = 50 * time.Millisecond
 	t.Cleanup(func() { detachedBound = old })
 	n := lab.node(node)
-	n.on("test -d '"+runsDir+"/"+name+"'", "pending\n", 0)
+	n.onScriptWith("detached/pending", "'"+runsDir+"/"+name+"'", "pending\n", 0)
 	n.onScript("detached/start", "running\n", 0)
 	n.onScript("detached/poll", "running\n", 0)
 	n.onScript("detached/process", "4242\nsh -c kubeadm join --config /etc/kubernetes/kubeadm/join.yaml\n", 0)
 	// What a reset would run, should the step go on.
-	n.on("kubeadm reset", "", 0)
+	n.onScript("kubeadm/reset", "", 0)
+	n.onScript("kubeadm/reset-keep-cas", "", 0)
 	return n
 }
 

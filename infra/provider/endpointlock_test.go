@@ -9,6 +9,7 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/upgrade"
@@ -24,7 +25,7 @@ func TestUpgradeStepHoldsTheEndpoint(t *testing.T) {
 		u.conns[c.Node] = c
 	}
 	held := false
-	l.node("cp-2").onFunc(runsDir+"/"+aptRun, func(string) (ssh.Result, error) {
+	l.node("cp-2").onScriptWithFunc("detached/start", runsDir+"/"+aptRun, func(string) (ssh.Result, error) {
 		if endpointHolders.TryLock() {
 			endpointHolders.Unlock()
 		} else {
@@ -120,9 +121,9 @@ func TestCancelDuringHandOverStartsKeepalivedAgain(t *testing.T) {
 		u.conns[c.Node] = c
 	}
 	cp2 := l.node("cp-2")
-	cp2.on("ip -o addr show", "holds\n", 0)
-	cp2.on("systemctl stop keepalived", "", 0)
-	cp2.on("systemctl start keepalived", "", 0)
+	cp2.onScript("upgrade/holds-vip", "holds\n", 0)
+	cp2.onScript("systemd/stop", "", 0)
+	cp2.onScript("systemd/start", "", 0)
 	ctx, cancel := context.WithCancel(l.ctx())
 	defer cancel()
 	ex, err := dial(ctx, u.conns["cp-2"])
@@ -139,10 +140,11 @@ func TestCancelDuringHandOverStartsKeepalivedAgain(t *testing.T) {
 	}
 	var stopped, started int
 	for _, e := range cp2.events {
-		switch e.cmd {
-		case "systemctl stop keepalived":
+		name, _ := scripts.NameOf(e.cmd)
+		switch {
+		case name == "systemd/stop" && strings.Contains(e.cmd, "'keepalived'"):
 			stopped = e.seq
-		case "systemctl start keepalived":
+		case name == "systemd/start" && strings.Contains(e.cmd, "'keepalived'"):
 			started = e.seq
 		}
 	}

@@ -107,12 +107,15 @@ type fakeEvent struct {
 }
 
 type fakeAnswer struct {
-	// script, when set, is the name of the script answered (matched by
-	// identity: scripts.NameOf); otherwise match is a substring.
-	script string
-	match  string
-	answer func(cmd string) (ssh.Result, error)
+	// script is the name of the script answered (matched by identity:
+	// scripts.NameOf), or anyScript; with, when set, picks the renderings
+	// that hold it (one run directory's, one node's).
+	script, with string
+	answer       func(cmd string) (ssh.Result, error)
 }
+
+// anyScript answers every script: a node whose every API read fails, say.
+const anyScript = "*"
 
 type fakeNode struct {
 	t       *testing.T
@@ -128,27 +131,27 @@ type fakeNode struct {
 	dials, open int
 }
 
-// on answers every command containing match with stdout and exit code; a
-// later answer for the same match wins.
-func (n *fakeNode) on(match, stdout string, exit int) {
-	n.onFunc(match, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(stdout), ExitCode: exit}, nil })
-}
-
-func (n *fakeNode) onFunc(match string, answer func(cmd string) (ssh.Result, error)) {
-	n.answers = append([]fakeAnswer{{match: match, answer: answer}}, n.answers...)
-}
-
 // onScript answers every rendering of the script name (infra/scripts)
 // with stdout and exit code; a later answer for the same script wins.
 func (n *fakeNode) onScript(name, stdout string, exit int) {
-	n.onScriptFunc(name, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(stdout), ExitCode: exit}, nil })
+	n.onScriptWith(name, "", stdout, exit)
 }
 
 func (n *fakeNode) onScriptFunc(name string, answer func(cmd string) (ssh.Result, error)) {
-	if !slices.Contains(scripts.Names(), name) {
+	n.onScriptWithFunc(name, "", answer)
+}
+
+// onScriptWith answers the renderings of name that hold with (a run
+// directory, a quoted node name); a later answer wins.
+func (n *fakeNode) onScriptWith(name, with, stdout string, exit int) {
+	n.onScriptWithFunc(name, with, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(stdout), ExitCode: exit}, nil })
+}
+
+func (n *fakeNode) onScriptWithFunc(name, with string, answer func(cmd string) (ssh.Result, error)) {
+	if name != anyScript && !slices.Contains(scripts.Names(), name) {
 		n.t.Fatalf("onScript: no script %q", name)
 	}
-	n.answers = append([]fakeAnswer{{script: name, answer: answer}}, n.answers...)
+	n.answers = append([]fakeAnswer{{script: name, with: with, answer: answer}}, n.answers...)
 }
 
 // ran counts the renderings of the script name the node received.
@@ -217,9 +220,9 @@ func (c *fakeConn) exec(ctx context.Context, kind string, mutating bool, cmd, st
 		return ssh.Result{ExitCode: -1}, fmt.Errorf("ssh %s: %w", n.name, err)
 	}
 	n.record(fakeEvent{kind: kind, mutating: mutating, cmd: cmd, stdin: stdin})
-	script, _ := scripts.NameOf(cmd)
+	script, ok := scripts.NameOf(cmd)
 	for _, a := range n.answers {
-		if a.script != "" && a.script == script || a.script == "" && strings.Contains(cmd, a.match) {
+		if ok && (a.script == script || a.script == anyScript) && strings.Contains(cmd, a.with) {
 			return a.answer(cmd)
 		}
 	}

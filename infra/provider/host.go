@@ -14,11 +14,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
-	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Host is a machine of the inventory as it really is: reachable with its
@@ -49,7 +47,7 @@ type HostState struct {
 	OS        string            `pulumi:"os"`
 	Kernel    string            `pulumi:"kernel"`
 	Versions  map[string]string `pulumi:"versions,optional"`
-	// Stamps identify the file each version was read from (versionScript).
+	// Stamps identify the file each version was read from (versionsAfter).
 	Stamps  map[string]string `pulumi:"stamps,optional"`
 	GPUs    []string          `pulumi:"gpus,optional"`
 	Missing []string          `pulumi:"missing,optional"`
@@ -70,64 +68,50 @@ func (h *Host) Annotate(a infer.Annotator) {
 	a.SetToken("index", "Host")
 }
 
-// factsScript prints key=value lines; read-only. The VIP is a secondary
-// address of its holder: leaving secondaries out keeps the facts stable
-// while the VIP moves. It reads files with the shell's own read, not a
-// forked cat or command substitution each: on a busy machine every
-// process a refresh starts on every node is dear (docs/benchmarks.md).
-// The certificates' lines (the CA's, and the kubelet client's without
-// its key) are for factsOf to read back (nodefacts.Lines).
-var factsScript = factsScriptFor(pki.CertificatesDir+"/ca.crt", nodefacts.KubeletClientCert, nodefacts.KubeletConf)
-
-// factsScriptFor is factsScript reading the CA, the kubelet's client
-// certificate and kubelet.conf at those paths (tests' temporary files).
-func factsScriptFor(ca, kubeletCert, kubeletConf string) string {
-	return `read -r h < /proc/sys/kernel/hostname; echo "hostname=$h"
-read -r k < /proc/sys/kernel/osrelease; echo "kernel=$k"
-( . /etc/os-release 2>/dev/null; echo "os=$PRETTY_NAME" )
-for i in /sys/class/net/*; do n=${i##*/}; [ "$n" = lo ] && continue; read -r m < "$i/address"; echo "mac=$m"; done
-ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do case " $rest " in *" secondary "*) continue;; esac; echo "addr=${a%%/*}"; done
-command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | sed 's/^/gpu=/'
-` + nodeprobes.LegacyLines() + `
-certlines ca ` + shell.Quote(ca) + `
-certlines kubeletcert ` + shell.Quote(kubeletCert) + `
-[ -f ` + shell.Quote(kubeletConf) + ` ] && echo kubeletconf=yes
-true`
+// factsArgs are host/facts' values.
+type factsArgs struct {
+	CA, KubeletCert, KubeletConf string
+	Versions                     versionsArgs
+	Requires                     []string
 }
 
-// versionCommands print each tool's version (Versions, by tool).
-var versionCommands = []struct{ tool, cmd string }{
-	{"kubeadm", `kubeadm version -o short 2>/dev/null`},
-	{"kubelet", `kubelet --version 2>/dev/null | awk '{print $2}'`},
-	{"keepalived", `keepalived --version 2>&1 | head -1 | awk '{print $2}'`},
-	{"containerd", `containerd --version 2>/dev/null | awk '{print $3}'`},
+// factsAt reads the CA, the kubelet's client certificate and kubelet.conf
+// at those paths (tests' temporary files); nodeFacts, at the node's.
+func factsAt(ca, kubeletCert, kubeletConf string) factsArgs {
+	return factsArgs{CA: ca, KubeletCert: kubeletCert, KubeletConf: kubeletConf}
 }
 
-// versionScript prints each installed tool's version and stamp
-// (nodefacts/stamps, one stat for all of them). A tool whose stamp
-// is the one prev recorded is the same file, and prev's version is
-// printed instead of running it: every refresh ran four binaries on every
-// node, most of them large Go programs, while the whole cluster's other
-// reads compete for the same cores.
-func versionScript(prev HostState) string {
-	var b strings.Builder
-	tools := make([]string, len(versionCommands))
-	for i, v := range versionCommands {
-		tools[i] = v.tool
-	}
-	b.WriteString(nodeprobes.LegacyStamps(tools...))
-	b.WriteString("IFS='\n'\nfor l in $stamps; do\np=${l%% *}; t=${p##*/}; echo \"stamp.$t=$l\"\ncase \"$t $l\" in\n")
-	for _, v := range versionCommands {
-		if stamp, version := prev.Stamps[v.tool], prev.Versions[v.tool]; stamp != "" && version != "" {
-			b.WriteString(shell.Quote(v.tool+" "+stamp) + ") echo version." + v.tool + "=" + shell.Quote(version) + " ;;\n")
+var nodeFacts = factsAt(pki.CertificatesDir+"/ca.crt", nodefacts.KubeletClientCert, nodefacts.KubeletConf)
+
+func (a factsArgs) Script() scripts.Script { return scripts.Render("host/facts", a) }
+
+// versionTools are the tools whose versions a node's facts hold;
+// host/versions knows how to ask each.
+var versionTools = []string{"kubeadm", "kubelet", "keepalived", "containerd"}
+
+// versionsArgs are host/versions' values.
+type versionsArgs struct {
+	Tools []string
+	Known []knownVersion
+}
+
+// knownVersion is a tool's version an earlier read found, with the stamp
+// of the file it ran.
+type knownVersion struct{ Tool, Stamp, Version string }
+
+// versionsAfter reads the versions of versionTools, knowing those prev
+// read with their stamps: a tool whose stamp is still prev's is not run.
+func versionsAfter(prev HostState) versionsArgs {
+	a := versionsArgs{Tools: versionTools}
+	for _, t := range versionTools {
+		if stamp, version := prev.Stamps[t], prev.Versions[t]; stamp != "" && version != "" {
+			a.Known = append(a.Known, knownVersion{t, stamp, version})
 		}
 	}
-	for _, v := range versionCommands {
-		b.WriteString(shell.Quote(v.tool+" ") + `*) echo "version.` + v.tool + `=$(` + v.cmd + `)" ;;` + "\n")
-	}
-	b.WriteString("esac\ndone\nunset IFS\ntrue\n")
-	return b.String()
+	return a
 }
+
+func (a versionsArgs) Script() scripts.Script { return scripts.Render("host/versions", a) }
 
 func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infer.CreateResponse[HostState], error) {
 	if req.DryRun {
@@ -162,15 +146,13 @@ func readFacts(ctx context.Context, in HostArgs) (HostState, error) {
 }
 
 // factsOf reads the node's facts; a tool whose stamp is prev's keeps
-// prev's version (versionScript).
+// prev's version (versionsAfter).
 func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (HostState, error) {
 	st := HostState{HostArgs: in, Versions: map[string]string{}, Stamps: map[string]string{}}
 	st.HostKey = c.HostKey()
-	script := factsScript + "\n" + versionScript(prev)
-	for _, cmd := range in.Requires {
-		script += "\ncommand -v " + shell.Quote(cmd) + " >/dev/null || echo missing=" + shell.Quote(cmd)
-	}
-	out, _, err := query(ctx, c, scripts.Legacy(script))
+	facts := nodeFacts
+	facts.Versions, facts.Requires = versionsAfter(prev), in.Requires
+	out, _, err := query(ctx, c, facts.Script())
 	if err != nil {
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
 	}

@@ -48,7 +48,7 @@ func TestFactsScriptReadsCertificates(t *testing.T) {
 			}
 			return st, certs, string(out)
 		}
-		st, certs, out := run(factsScriptFor(caPath, kubeletPath, filepath.Join(dir, "kubelet.conf")))
+		st, certs, out := run(factsAt(caPath, kubeletPath, filepath.Join(dir, "kubelet.conf")).Script().String())
 		host, _ := os.Hostname()
 		if st.Hostname != host || st.Kernel == "" {
 			t.Errorf("%s: hostname %q kernel %q", shell, st.Hostname, st.Kernel)
@@ -66,7 +66,7 @@ func TestFactsScriptReadsCertificates(t *testing.T) {
 			t.Errorf("%s: a missing kubelet.conf was reported", shell)
 		}
 
-		_, certs, _ = run(factsScriptFor(filepath.Join(dir, "none.crt"), filepath.Join(dir, "none.pem"), caPath))
+		_, certs, _ = run(factsAt(filepath.Join(dir, "none.crt"), filepath.Join(dir, "none.pem"), caPath).Script().String())
 		if certs["ca"] != nil || certs["kubeletcert"] != nil || certs["kubeletconf"] == nil {
 			t.Errorf("%s: missing files gave %v", shell, certs)
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 )
 
 // TestVersionScriptRunsOnlyChangedTools runs the facts' version lines in
@@ -41,7 +43,7 @@ func versionScriptRuns(t *testing.T, shell string) {
 	}
 	read := func(prev HostState) HostState {
 		t.Helper()
-		cmd := exec.Command(shell, "-c", versionScript(prev))
+		cmd := exec.Command(shell, "-c", versionsAfter(prev).Script().String())
 		// Only the stand-ins and what the script itself needs.
 		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
 		out, err := cmd.Output()
@@ -93,4 +95,17 @@ func versionScriptRuns(t *testing.T, shell string) {
 	if _, ok := gone.Stamps["kubelet"]; ok {
 		t.Error("a removed kubelet still has a stamp")
 	}
+}
+
+// The facts and versions scripts as a refresh renders them, checked by
+// their goldens: the versions with two tools known from an earlier read.
+func TestHostScripts(t *testing.T) {
+	prev := HostState{
+		Stamps:   map[string]string{"kubeadm": "/usr/bin/kubeadm 1 2 3 4", "kubelet": "/usr/bin/kubelet 5 6 7 8"},
+		Versions: map[string]string{"kubeadm": "v1.34.4", "kubelet": "v1.34.4"},
+	}
+	scriptstest.Golden(t, versionsAfter(prev).Script(), "known")
+	facts := nodeFacts
+	facts.Versions, facts.Requires = versionsAfter(HostState{}), []string{"kubeadm", "keepalived"}
+	scriptstest.Golden(t, facts.Script(), "")
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -158,13 +157,6 @@ func initScript(in KubeadmInitArgs) scripts.Script {
 
 func joinScript(in KubeadmJoinArgs) scripts.Script {
 	return scripts.Render("kubeadm/join", kubeadmRunArgs{Config: in.ConfigPath, Marker: nodefacts.JoinMarker, IgnorePreflight: strings.Join(in.IgnorePreflight, ",")})
-}
-
-func preflightFlag(ignore []string) string {
-	if len(ignore) == 0 {
-		return ""
-	}
-	return " --ignore-preflight-errors=" + shell.Quote(strings.Join(ignore, ","))
 }
 
 func (KubeadmInit) Create(ctx context.Context, req infer.CreateRequest[KubeadmInitArgs]) (infer.CreateResponse[KubeadmInitState], error) {

@@ -288,7 +288,7 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 		return ssh.Result{ExitCode: 1}, nil
 	})
 	k.via.onScript("cluster/readyz", "", 0)
-	k.via.onFunc("get lease "+shell.Quote(name), func(string) (ssh.Result, error) {
+	k.via.onScriptWithFunc("rejoin/lease", shell.Quote(name), func(string) (ssh.Result, error) {
 		if k.works() {
 			k.renewals++
 		}

@@ -99,7 +99,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	in := KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/join.yaml",
 		Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
 	w.onScript("nodefacts/state", nodefacts.StateNone+"\n", 0)
-	w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
+	w.onScriptWith("detached/pending", "'"+runsDir+"/"+joinRun+"'", "", 1)
 	w.onScript("detached/start", "started\n", 0)
 	joined := false
 	w.onScriptFunc("detached/poll", func(string) (ssh.Result, error) {
@@ -109,7 +109,7 @@ func TestJoinEndsWhenTheNodesNetworkIsUp(t *testing.T) {
 	w.onScript("detached/remove", "", 0)
 	cp.onScriptFunc("cluster/readyz", refusedOnce(""))
 	cp.onScript("rejoin/node", "", 0)
-	cp.onFunc("create -f -", refusedOnce(""))
+	cp.onScriptFunc("token/create", refusedOnce(""))
 	cp.onScript("token/delete", "", 0)
 	cp.onScriptFunc("dataplane/agents", refusedOnce("daemonset.apps/cilium\n"))
 	polls := 0
@@ -152,12 +152,12 @@ func TestASettledJoinIsWaitedForUntilItsNetworkIsUp(t *testing.T) {
 				Config: "kind: JoinConfiguration\n", BootstrapToken: "abcdef.0123456789abcdef"}
 			w.onScript("nodefacts/state", nodefacts.StateSetUp+"\n", 0)
 			if tc.pending {
-				w.on("test -d '"+runsDir+"/"+joinRun+"'", "pending\n", 0)
+				w.onScriptWith("detached/pending", "'"+runsDir+"/"+joinRun+"'", "pending\n", 0)
 			} else {
-				w.on("test -d '"+runsDir+"/"+joinRun+"'", "", 1)
+				w.onScriptWith("detached/pending", "'"+runsDir+"/"+joinRun+"'", "", 1)
 			}
-			w.on(`if [ -f "$d/rc" ]`, "rc=0\nThis node has joined the cluster\n", 0)
-			w.on("rm -rf '"+runsDir+"/"+joinRun+"'", "", 0)
+			w.onScript("detached/poll", "rc=0\nThis node has joined the cluster\n", 0)
+			w.onScriptWith("detached/remove", "'"+runsDir+"/"+joinRun+"'", "", 0)
 			cp.onScript("cluster/readyz", "", 0)
 			cp.onScript("dataplane/agents", "daemonset.apps/cilium\n", 0)
 			polls := 0

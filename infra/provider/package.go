@@ -15,7 +15,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/gpu"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // Package is a set of Debian packages held at one pinned version, from an
@@ -94,19 +93,21 @@ func (pk *Package) Annotate(a infer.Annotator) {
 	a.SetToken("index", "Package")
 }
 
+// packageQueryArgs are packages/query's values.
+type packageQueryArgs struct {
+	Names []string
+	GPU   *nodeprobes.GPUDetectArgs
+}
+
 // packageQuery is read-only: the GPU detection, then one line per package
 // dpkg knows, "pkg=<name> <status> <version>".
-func packageQuery(in PackageArgs) string {
-	var b strings.Builder
+func packageQuery(in PackageArgs) scripts.Script {
+	a := packageQueryArgs{Names: in.Names}
 	if in.RequireNvidiaGPU {
-		b.WriteString(nodeprobes.LegacyGPUDetect() + "\n")
+		gpu := nodeprobes.GPUDetectAt(nodeprobes.PCIDevices)
+		a.GPU = &gpu
 	}
-	words := make([]string, len(in.Names))
-	for i, n := range in.Names {
-		words[i] = shell.Quote(n)
-	}
-	b.WriteString("dpkg-query -W -f='pkg=${Package} ${db:Status-Abbrev} ${Version}\\n' " + strings.Join(words, " ") + " 2>/dev/null\ntrue")
-	return b.String()
+	return scripts.Render("packages/query", a)
 }
 
 // live is what packageQuery found.
@@ -235,7 +236,7 @@ func (l live) state(in PackageArgs) PackageState {
 }
 
 func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, error) {
-	out, _, err := query(ctx, c, scripts.Legacy(packageQuery(in)))
+	out, _, err := query(ctx, c, packageQuery(in))
 	if err != nil {
 		return live{}, fmt.Errorf("%s: reading %s: %w", in.Connection.Node, strings.Join(in.Names, ", "), err)
 	}
@@ -246,53 +247,34 @@ func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, err
 // missing; the sources list was uploaded before), installs every package at
 // the pinned version and holds them there, so an unattended upgrade never
 // moves them.
-func installScript(in PackageArgs) string {
-	var pinned []string
+func installScript(in PackageArgs) scripts.Script {
+	a := installArgs{Names: in.Names, Enable: in.Enable}
 	for _, n := range in.Names {
-		pinned = append(pinned, shell.Quote(n+"="+in.aptVersion()))
+		a.Pinned = append(a.Pinned, n+"="+in.aptVersion())
 	}
-	var b strings.Builder
-	b.WriteString("set -e\nexport DEBIAN_FRONTEND=noninteractive\n")
-	if r := in.Repository; r != nil && r.Key == "" {
-		// Fetched to a file first: in a pipe, sh would not notice curl
-		// failing and would keep an empty keyring.
-		k := shell.Quote(r.Keyring)
-		fmt.Fprintf(&b, `if [ ! -s %[1]s ]; then
-  command -v curl >/dev/null && command -v gpg >/dev/null || { echo "fetching the repository key needs curl and gpg: apt-get install -y curl gnupg" >&2; exit 1; }
-  mkdir -p "$(dirname %[1]s)"
-  curl -fsSL %[2]s -o %[3]s
-  gpg --dearmor --yes -o %[4]s %[3]s
-  rm -f %[3]s
-  mv %[4]s %[1]s
-fi
-`, k, shell.Quote(r.KeyURL), shell.Quote(r.Keyring+".asc"), shell.Quote(r.Keyring+".tmp"))
-	}
-	install := "apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold " + strings.Join(pinned, " ")
 	if r := in.Repository; r != nil {
-		// Only the repository up manages is updated; every other list is
-		// kept (List-Cleanup=0). A mirror the node cannot reach made each
-		// install wait a minute on apt's retries, and kubeadm, kubelet
-		// and kubectl come from this repository alone. Should the install
-		// then miss a dependency from the system's repositories, they
-		// are all updated and the install tried again.
-		fmt.Fprintf(&b, "apt-get update -q -o Dir::Etc::sourcelist=%s -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0\n", shell.Quote(r.SourcesPath))
-		b.WriteString("if ! " + install + "; then\n  apt-get update -q\n  " + install + "\nfi\n")
-	} else {
-		b.WriteString("apt-get update -q\n" + install + "\n")
+		a.Repo = &repoArgs{Sources: r.SourcesPath, Keyring: r.Keyring, KeyURL: r.KeyURL, Fetch: r.Key == ""}
 	}
-	b.WriteString(holdCommand(in) + "\n")
-	if in.Enable != "" {
-		b.WriteString("systemctl enable " + shell.Quote(in.Enable) + "\n")
-	}
-	return b.String()
+	return scripts.Render("packages/install", a)
 }
 
-func holdCommand(in PackageArgs) string {
-	names := make([]string, len(in.Names))
-	for i, n := range in.Names {
-		names[i] = shell.Quote(n)
-	}
-	return "apt-mark hold " + strings.Join(names, " ") + " >/dev/null"
+// installArgs are packages/install's values (and packages/hold's: Names).
+type installArgs struct {
+	Names, Pinned []string
+	Enable        string
+	Repo          *repoArgs
+}
+
+// repoArgs is the repository packages/install updates alone: its
+// sources list, and its key, fetched from KeyURL into Keyring when Fetch
+// (no key was given to upload).
+type repoArgs struct {
+	Sources, Keyring, KeyURL string
+	Fetch                    bool
+}
+
+func holdScript(in PackageArgs) scripts.Script {
+	return scripts.Render("packages/hold", installArgs{Names: in.Names})
 }
 
 // uploadRepository writes the sources list, and the keyring when the
@@ -350,7 +332,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 	if st.Status == PackageNotHeld {
 		// Installed at the pin by someone else (or before the hold was
 		// ours): holding them is all that is due.
-		if _, err := must(ctx, c, node, "holding "+strings.Join(in.Names, ", "), scripts.Legacy(holdCommand(in))); err != nil {
+		if _, err := must(ctx, c, node, "holding "+strings.Join(in.Names, ", "), holdScript(in)); err != nil {
 			return PackageState{}, err
 		}
 		if l, err = readPackage(ctx, c, in); err != nil {
@@ -362,8 +344,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		// Detached: apt cut off half-way leaves dpkg locked and packages
 		// half configured.
 		if _, err := runDetached(ctx, c, node, aptRun, "installing "+strings.Join(in.Names, ", ")+" "+in.Version+
-			" (apt needs the node to reach its repository; an offline node needs a local mirror)", scripts.Legacy(
-			installScript(in))); err != nil {
+			" (apt needs the node to reach its repository; an offline node needs a local mirror)", installScript(in)); err != nil {
 			return PackageState{}, err
 		}
 		if l, err = readPackage(ctx, c, in); err != nil {
@@ -374,7 +355,7 @@ func convergePackage(ctx context.Context, in, old PackageArgs) (PackageState, er
 		}
 	}
 	if in.Restart != "" && (changed || in.Trigger != old.Trigger) {
-		if _, err := must(ctx, c, node, "restarting "+in.Restart, scripts.Legacy("systemctl restart "+shell.Quote(in.Restart))); err != nil {
+		if _, err := must(ctx, c, node, "restarting "+in.Restart, unitScript("restart", in.Restart)); err != nil {
 			return PackageState{}, err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"maps"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubepkg"
@@ -113,7 +113,7 @@ func TestPackageDiff(t *testing.T) {
 }
 
 func TestInstallScript(t *testing.T) {
-	s := installScript(toolkitArgs())
+	s := installScript(toolkitArgs()).String()
 	for _, want := range []string{
 		"curl -fsSL '" + gpu.ToolkitKeyURL + "' -o '" + gpu.ToolkitKeyring + ".asc'",
 		"gpg --dearmor --yes -o '" + gpu.ToolkitKeyring + ".tmp' '" + gpu.ToolkitKeyring + ".asc'",
@@ -125,13 +125,15 @@ func TestInstallScript(t *testing.T) {
 			t.Errorf("install script lacks %q:\n%s", want, s)
 		}
 	}
-	for _, script := range []string{s, packageQuery(toolkitArgs())} {
-		if out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput(); err != nil {
-			t.Errorf("not valid shell: %v %s\n%s", err, out, script)
-		}
-	}
-	if q := packageQuery(toolkitArgs()); !strings.Contains(q, "nvidia-smi -L") || !strings.Contains(q, "dpkg-query -W") {
+	scriptstest.Golden(t, installScript(toolkitArgs()), "toolkit")
+	scriptstest.Golden(t, packageQuery(toolkitArgs()), "gpu")
+	scriptstest.Golden(t, packageQuery(kubernetesArgs()), "")
+	scriptstest.Golden(t, holdScript(kubernetesArgs()), "")
+	if q := packageQuery(toolkitArgs()).String(); !strings.Contains(q, "nvidia-smi -L") || !strings.Contains(q, "dpkg-query -W") {
 		t.Errorf("query: %s", q)
+	}
+	if q := packageQuery(kubernetesArgs()).String(); strings.Contains(q, "nvidia-smi") {
+		t.Errorf("the query of packages that need no GPU looks for one: %s", q)
 	}
 }
 
@@ -189,7 +191,8 @@ func TestKubernetesPackageStatus(t *testing.T) {
 
 func TestKubernetesInstallScript(t *testing.T) {
 	in := kubernetesArgs()
-	s := installScript(in)
+	scriptstest.Golden(t, installScript(in), "kubernetes")
+	s := installScript(in).String()
 	if !strings.Contains(s, "'kubeadm=1.34.4-*' 'kubelet=1.34.4-*' 'kubectl=1.34.4-*'") {
 		t.Errorf("not pinned to the patch:\n%s", s)
 	}
@@ -204,22 +207,20 @@ func TestKubernetesInstallScript(t *testing.T) {
 	if !strings.HasSuffix(s, "\nsystemctl enable 'kubelet'\n") {
 		t.Errorf("the kubelet is not enabled after the install:\n%s", s)
 	}
-	if s := installScript(toolkitArgs()); strings.Contains(s, "systemctl enable") {
+	if s := installScript(toolkitArgs()).String(); strings.Contains(s, "systemctl enable") {
 		t.Errorf("the toolkit enables a unit:\n%s", s)
 	}
 	// The keyring is uploaded: nothing is fetched.
 	if strings.Contains(s, "curl") || strings.Contains(s, "gpg") {
 		t.Errorf("fetches a key it was given:\n%s", s)
 	}
-	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
-		t.Errorf("not valid shell: %v %s", err, out)
-	}
 	// The default repository: its Release.key, fetched and dearmored.
 	inv := &inventory.Inventory{Cluster: inventory.Cluster{KubernetesVersion: "v1.34.4", Packages: inventory.Packages{Manage: true}}}
 	inv.ApplyDefaults()
 	k, _ := kubepkg.For(inv, nil)
 	in.Repository = &AptRepository{KeyURL: k.KeyURL, Keyring: k.Keyring, SourcesPath: k.SourcesPath, Sources: string(k.Sources)}
-	if s := installScript(in); !strings.Contains(s, "curl -fsSL 'https://pkgs.k8s.io/core:/stable:/v1.34/deb/Release.key' -o '/etc/apt/keyrings/kubernetes-apt-keyring.gpg.asc'") {
+	scriptstest.Golden(t, installScript(in), "fetch-key")
+	if s := installScript(in).String(); !strings.Contains(s, "curl -fsSL 'https://pkgs.k8s.io/core:/stable:/v1.34/deb/Release.key' -o '/etc/apt/keyrings/kubernetes-apt-keyring.gpg.asc'") {
 		t.Errorf("default repository's key not fetched:\n%s", s)
 	}
 }

@@ -15,7 +15,7 @@ import (
 func partialBootstrap(t *testing.T, present ...string) (*fakeLab, *fakeNode) {
 	lab := newFakeLab(t)
 	n := lab.node("cp-1")
-	n.on("test -d '"+runsDir+"/"+initRun+"'", "", 1)
+	n.onScriptWith("detached/pending", "'"+runsDir+"/"+initRun+"'", "", 1)
 	n.onScript("nodefacts/state", nodefacts.StatePartial+"\n", 0)
 	var out string
 	for _, p := range present {
@@ -68,10 +68,11 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 				n.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
 				return ssh.Result{Stdout: []byte("wrote " + adminConf + "\n")}, nil
 			})
-			n.on("get --raw=/readyz", "ok", 0)
+			n.onScript("cluster/readyz", "", 0)
 			n.onScript("cluster/uid", "uid-1", 0)
-			n.on("kubeadm reset", "", 0)
-			n.on("kubeadm init --config", "", 0)
+			n.onScript("kubeadm/reset", "", 0)
+			n.onScript("kubeadm/reset-keep-cas", "", 0)
+			n.onScript("detached/start", "started\n", 0)
 			in := KubeadmInitArgs{Connection: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}
 			st := KubeadmInitState{BootstrappedOn: "cp-1", ClusterUID: "uid-1"}
 			if err := bootstrap(lab.ctx(), in, &st); err != nil {
@@ -111,7 +112,6 @@ func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 			n.onScript("detached/poll", "rc=0\n", 0)
 			n.onScript("detached/remove", "", 0)
 			n.onScript("token/delete-init", "", 0)
-			n.on("get secrets", "", 0)
 			n.onScript("cluster/uid", "uid-2", 0)
 			n.put(adminConf, "apiVersion: v1\n", 0o600)
 			in := KubeadmInitArgs{Connection: lab.conn("cp-1"), ConfigPath: "/etc/kubernetes/kubeadm/init.yaml"}

@@ -142,7 +142,7 @@ func TestReadsThroughAnExpiredAPIKeepTheLastState(t *testing.T) {
 	const why = "Unable to connect to the server: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2027-06-01T12:00:00Z is after 2027-05-31T12:00:00Z"
 	lab := newFakeLab(t)
 	cp := lab.node("cp-1")
-	cp.onFunc(kubectl, func(string) (ssh.Result, error) { return ssh.Result{Stderr: []byte(why + "\n"), ExitCode: 1}, nil })
+	cp.onScriptWithFunc(anyScript, kubectl, func(string) (ssh.Result, error) { return ssh.Result{Stderr: []byte(why + "\n"), ExitCode: 1}, nil })
 	cp.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
 	log := captureLog(t)
 

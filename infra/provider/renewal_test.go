@@ -125,28 +125,31 @@ func newFakePKI(t *testing.T, n *fakeNode, notAfter map[string]time.Time) *fakeP
 		n.onScriptFunc(s, func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(f.probe())}, nil })
 	}
 	phase := regexp.MustCompile(`kubeadm init phase certs (\S+)`)
-	n.onFunc("kubeadm init phase certs", func(cmd string) (ssh.Result, error) {
+	n.onScriptFunc("certs/issue", func(cmd string) (ssh.Result, error) {
 		for _, m := range phase.FindAllStringSubmatch(cmd, -1) {
 			f.reissue(func(r nodefacts.Renewable) bool { return r.Phase == m[1] })
 		}
 		return ssh.Result{}, nil
 	})
 	renew := regexp.MustCompile(`kubeadm certs renew '([^']+)'`)
-	n.onFunc("kubeadm certs renew", func(cmd string) (ssh.Result, error) {
+	n.onScriptFunc("certs/renew-kubeconfigs", func(cmd string) (ssh.Result, error) {
 		for _, m := range renew.FindAllStringSubmatch(cmd, -1) {
 			f.reissue(func(r nodefacts.Renewable) bool { return r.Kubeconfig() && r.Name() == m[1] })
 		}
 		return ssh.Result{}, nil
 	})
-	n.onFunc("pkill -f", func(cmd string) (ssh.Result, error) {
-		for _, pod := range nodefacts.ControlPlaneComponents {
-			if strings.Contains(cmd, nodefacts.ProcessPattern(pod)) {
-				f.restarts = append(f.restarts, pod)
-				delete(f.lagging, pod)
+	// Each ends the static pods' processes: the kubelet starts them again.
+	for _, name := range []string{"pods/restart", "pods/kill", "revival/restart"} {
+		n.onScriptFunc(name, func(cmd string) (ssh.Result, error) {
+			for _, pod := range nodefacts.ControlPlaneComponents {
+				if strings.Contains(cmd, nodefacts.ProcessPattern(pod)) {
+					f.restarts = append(f.restarts, pod)
+					delete(f.lagging, pod)
+				}
 			}
-		}
-		return ssh.Result{}, nil
-	})
+			return ssh.Result{}, nil
+		})
+	}
 	return f
 }
 

@@ -20,8 +20,8 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 	"github.com/homelab-dev/homelab/roles/upgrade"
 )
 
@@ -254,7 +254,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 			continue
 		}
 		cv, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (string, error) {
-			out, err := queryAPI(ctx, c, scripts.Legacy(kubectl+" -n kube-system get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}'"))
+			out, err := queryAPI(ctx, c, scripts.Render("upgrade/cluster-config", clusterArgs{Kubectl: kubectl}))
 			return nodefacts.ClusterConfigVersion(out), err
 		})
 		if !failed && err == nil {
@@ -540,14 +540,14 @@ func (u *upgrader) snapshot(ctx context.Context, ex ssh.Executor, node string) e
 		return fmt.Errorf("the etcd snapshot taken before the upgrade does not check: %w", err)
 	}
 	path := fmt.Sprintf("%s/before-upgrade-%s-%s.db", etcdsnapshot.Dir, u.in.Target, time.Now().UTC().Format(etcdsnapshot.TimeFormat))
-	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, scripts.Legacy("mkdir -p -m 0700 "+shell.Quote(etcdsnapshot.Dir))); err != nil {
+	if _, err := must(ctx, ex, node, "making "+etcdsnapshot.Dir, scripts.Render("upgrade/snapshot-dir", struct{ Dir string }{etcdsnapshot.Dir})); err != nil {
 		return err
 	}
 	if err := ex.Upload(ctx, path, data, 0o600); err != nil {
 		return fmt.Errorf("keeping the etcd snapshot: %w", err)
 	}
 	p.GetLogger(ctx).Infof("%s: etcd snapshot before the upgrade kept at %s (%d bytes); `homelab etcd restore --from` takes it back", node, path, len(data))
-	out, err := must(ctx, ex, node, "pruning the snapshots of earlier upgrades", scripts.Legacy(pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots)))
+	out, err := must(ctx, ex, node, "pruning the snapshots of earlier upgrades", pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots))
 	if err != nil {
 		return err
 	}
@@ -568,11 +568,11 @@ const keptUpgradeSnapshots = 3
 // snapshots in dir (by modification time: the target version leads the
 // name), printing the names removed. The scheduled snapshots, named
 // otherwise, have their own retention.
-func pruneUpgradeSnapshots(dir string, keep int) string {
-	return fmt.Sprintf(`cd %s 2>/dev/null || exit 0
-ls -1t before-upgrade-*.db 2>/dev/null | tail -n +%d | while IFS= read -r f; do
-	rm -f -- "$f" && echo "$f"
-done`, shell.Quote(dir), keep+1)
+func pruneUpgradeSnapshots(dir string, keep int) scripts.Script {
+	return scripts.Render("upgrade/prune-snapshots", struct {
+		Dir  string
+		From int
+	}{dir, keep + 1})
 }
 
 // install puts the packages at the target's version, held, from the
@@ -582,7 +582,7 @@ func (u *upgrader) install(ctx context.Context, ex ssh.Executor, node string, na
 	if err := uploadRepository(ctx, ex, node, in.Repository); err != nil {
 		return err
 	}
-	_, err := runDetached(ctx, ex, node, aptRun, "installing "+strings.Join(names, ", ")+" "+in.Version, scripts.Legacy(installScript(in)))
+	_, err := runDetached(ctx, ex, node, aptRun, "installing "+strings.Join(names, ", ")+" "+in.Version, installScript(in))
 	return err
 }
 
@@ -593,6 +593,16 @@ func (u *upgrader) kubeadm(ctx context.Context, ex ssh.Executor, node, what stri
 	}
 	p.GetLogger(ctx).Debugf("%s: %s:\n%s", node, what, tail(out, 20))
 	return nil
+}
+
+// script renders the kubeadm upgrade script name (upgrade/plan, apply,
+// node) for the target, with the checks u ignores; controlPlane is
+// whether the node has a control plane (upgrade/node).
+func (u *upgrader) script(name string, controlPlane bool) scripts.Script {
+	return scripts.Render(name, struct {
+		Target, IgnorePreflight string
+		ControlPlane            bool
+	}{u.in.Target, strings.Join(u.ignore(), ","), controlPlane})
 }
 
 func (u *upgrader) ignore() []string {
@@ -633,21 +643,20 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node st
 		if err := u.install(ctx, ex, node, "kubeadm"); err != nil {
 			return err
 		}
-		cmd := "kubeadm upgrade node --certificate-renewal=false" + preflightFlag(u.ignore())
+		what, cmd := "kubeadm upgrade node", u.script("upgrade/node", true)
 		if s.Action == upgrade.Apply {
 			// kubeadm's own check of what it is about to do, read-only.
-			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, scripts.Legacy("kubeadm upgrade plan "+shell.Quote(u.in.Target)+preflightFlag(u.ignore()))); err != nil {
+			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, u.script("upgrade/plan", true)); err != nil {
 				return err
 			}
-			// Certificates are up's to renew (cluster.certificates).
-			cmd = "kubeadm upgrade apply " + shell.Quote(u.in.Target) + " --yes --certificate-renewal=false" + preflightFlag(u.ignore())
+			what, cmd = "kubeadm upgrade apply "+u.in.Target, u.script("upgrade/apply", true)
 		}
 		// kubeadm restarts the node's apiserver: where the node holds
 		// the VIP, keepalived hands it over first (its drop-in takes
 		// the address off as it stops), or the endpoint would answer
 		// nothing until the health check moved it, seconds later.
 		return u.withVIPHandedOver(ctx, ex, node, func() error {
-			if err := u.kubeadm(ctx, ex, node, cmd, scripts.Legacy(cmd)); err != nil {
+			if err := u.kubeadm(ctx, ex, node, what, cmd); err != nil {
 				return err
 			}
 			return u.healthy(ctx, ex, node, true)
@@ -671,7 +680,7 @@ func (u *upgrader) withVIPHandedOver(ctx context.Context, ex ssh.Executor, node 
 		defer func() {
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepalivedBackBound)
 			defer cancel()
-			if _, err := must(bctx, ex, node, "starting keepalived again", scripts.Legacy("systemctl start keepalived")); err != nil {
+			if _, err := must(bctx, ex, node, "starting keepalived again", unitScript("start", keepalived.Unit)); err != nil {
 				p.GetLogger(ctx).Warningf("%v: the node takes no part in holding the VIP until keepalived runs again (systemctl start keepalived, or the next up)", err)
 			}
 		}()
@@ -687,11 +696,11 @@ func (u *upgrader) handOverVIP(ctx context.Context, ex ssh.Executor, node string
 	if err != nil || net.ParseIP(vip) == nil || vip == u.conns[node].Host {
 		return false, nil // a DNS name, or the node's own address (single-ip)
 	}
-	out, _, err := query(ctx, ex, scripts.Legacy("ip -o addr show | grep -qw "+shell.Quote(vip)+" && systemctl is-active keepalived >/dev/null && echo holds"))
+	out, _, err := query(ctx, ex, scripts.Render("upgrade/holds-vip", struct{ VIP string }{vip}))
 	if err != nil || strings.TrimSpace(out) != "holds" {
 		return false, err
 	}
-	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", scripts.Legacy("systemctl stop keepalived")); err != nil {
+	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", unitScript("stop", keepalived.Unit)); err != nil {
 		return false, err
 	}
 	p.GetLogger(ctx).Infof("%s: holds the VIP %s: keepalived stopped while its control plane is upgraded, so another node serves the endpoint", node, vip)
@@ -708,7 +717,7 @@ func (u *upgrader) healthy(ctx context.Context, ex ssh.Executor, node string, up
 		server := "https://" + strings.TrimSuffix(a.Address, ".") + ":" + fmt.Sprint(a.port())
 		deadline := time.Now().Add(probesOf(ctx).timeout)
 		for {
-			out, err := queryAPI(ctx, ex, scripts.Legacy(kubectl+" --server "+shell.Quote(server)+" get --raw /version"))
+			out, err := queryAPI(ctx, ex, scripts.Render("upgrade/version-at", struct{ Kubectl, Server string }{kubectl, server}))
 			if err == nil && strings.Contains(strings.ReplaceAll(out, " ", ""), `"gitVersion":"`+u.in.Target+`"`) {
 				break
 			}
@@ -742,15 +751,14 @@ func (u *upgrader) kubelet(ctx context.Context, node string, worker bool) error 
 			if err := u.install(ctx, ex, node, "kubeadm"); err != nil {
 				return err
 			}
-			cmd := "kubeadm upgrade node" + preflightFlag(u.ignore())
-			if err := u.kubeadm(ctx, ex, node, cmd, scripts.Legacy(cmd)); err != nil {
+			if err := u.kubeadm(ctx, ex, node, "kubeadm upgrade node", u.script("upgrade/node", false)); err != nil {
 				return err
 			}
 		}
 		if err := u.install(ctx, ex, node, "kubelet", "kubectl"); err != nil {
 			return err
 		}
-		_, err := must(ctx, ex, node, "restarting the kubelet", scripts.Legacy("systemctl daemon-reload && systemctl restart kubelet"))
+		_, err := must(ctx, ex, node, "restarting the kubelet", scripts.Render("upgrade/restart-kubelet", nil))
 		return err
 	})
 	if err != nil {
@@ -767,7 +775,9 @@ func (u *upgrader) kubelet(ctx context.Context, node string, worker bool) error 
 // pods (their hash changes), and on the VIP holder that refuses every call
 // until keepalived moves the VIP. An uncordon is idempotent.
 func uncordon(ctx context.Context, api ssh.Executor, via, node string) error {
-	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return api.Run(ctx, kubectl+" uncordon "+shell.Quote(node)) })
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
+		return api.Run(ctx, scripts.Render("upgrade/uncordon", clusterArgs{Kubectl: kubectl, Node: node}).String())
+	})
 	if err != nil {
 		return fmt.Errorf("%s: uncordoning %s: %w", via, node, err)
 	}
@@ -784,7 +794,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 	// A drain is idempotent too, and may follow a kubelet upgrade that
 	// restarted the endpoint's API server (kubelet above).
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) {
-		return api.Run(ctx, kubectl+" drain "+shell.Quote(node)+" --ignore-daemonsets --delete-emptydir-data --timeout="+shell.Quote(timeout))
+		return api.Run(ctx, scripts.Render("upgrade/drain", struct{ Kubectl, Node, Timeout string }{kubectl, node, timeout}).String())
 	})
 	if err != nil {
 		return fmt.Errorf("%s: draining %s: %w", via, node, err)
@@ -792,8 +802,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 	if r.ExitCode == 0 {
 		return nil
 	}
-	left, _, _ := query(ctx, api, scripts.Legacy(kubectl+" get pods -A --field-selector spec.nodeName="+shell.Quote(node)+
-		` -o jsonpath='{range .items[?(@.metadata.ownerReferences[0].kind!="DaemonSet")]}{.metadata.namespace}/{.metadata.name} {end}'`))
+	left, _, _ := query(ctx, api, scripts.Render("upgrade/pods-left", clusterArgs{Kubectl: kubectl, Node: node}))
 
 	var pods []string
 	for _, pod := range strings.Fields(left) {
@@ -810,7 +819,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 func (u *upgrader) readyAt(ctx context.Context, api ssh.Executor, node string) error {
 	deadline := time.Now().Add(probesOf(ctx).timeout)
 	for {
-		out, _, err := query(ctx, api, scripts.Legacy(kubectl+" get node "+shell.Quote(node)+` -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.conditions[?(@.type=="Ready")].status}'`))
+		out, _, err := query(ctx, api, scripts.Render("upgrade/node-ready", clusterArgs{Kubectl: kubectl, Node: node}))
 		if err == nil && strings.TrimSpace(out) == u.in.Target+" True" {
 			return nil
 		}

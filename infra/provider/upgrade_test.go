@@ -11,7 +11,10 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/upgrade"
 )
@@ -33,8 +36,8 @@ func upgradeLab(t *testing.T, running string) (*fakeLab, KubernetesUpgradeArgs) 
 			in.Workers = append(in.Workers, l.conn(n))
 		}
 		l.node(n).onScript("nodefacts/versions", out, 0)
-		l.node(n).on("kubeadm-config", "kind: ClusterConfiguration\nkubernetesVersion: "+running+"\n", 0)
-		l.node(n).on("test -d '"+runsDir+"/", "", 1) // nothing left running by an earlier up
+		l.node(n).onScript("upgrade/cluster-config", "kind: ClusterConfiguration\nkubernetesVersion: "+running+"\n", 0)
+		l.node(n).onScript("detached/pending", "", 1) // nothing left running by an earlier up
 	}
 	return l, in
 }
@@ -197,12 +200,12 @@ func TestDrainTimeoutNamesThePods(t *testing.T) {
 	l, in := upgradeLab(t, "v1.34.4")
 	in.Target, in.DrainTimeout = "v1.35.4", "30s"
 	api := l.node("cp-1")
-	api.onFunc("drain 'gpu-1'", func(string) (ssh.Result, error) {
+	api.onScriptWithFunc("upgrade/drain", "'gpu-1'", func(string) (ssh.Result, error) {
 		return ssh.Result{Stderr: []byte(`evicting pod default/web-0
 error when evicting pods/"web-0" -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.
 There are pending pods in node "gpu-1" when an error occurred: error when waiting for pod "web-0" in namespace "default" to terminate: global timeout reached: 30s`), ExitCode: 1}, nil
 	})
-	api.on("spec.nodeName='gpu-1'", "default/web-0 kube-system/coredns-1 ", 0)
+	api.onScriptWith("upgrade/pods-left", "'gpu-1'", "default/web-0 kube-system/coredns-1 ", 0)
 	u := &upgrader{in: in}
 	c, err := dial(l.ctx(), in.ControlPlanes[0])
 	if err != nil {
@@ -229,9 +232,9 @@ func TestUpgradeWaitsForAnEarlierRun(t *testing.T) {
 	l, in := upgradeLab(t, "v1.35.4")
 	in.Target = "v1.35.4"
 	cp1 := l.node("cp-1")
-	cp1.on("test -d '"+runsDir+"/"+upgradeRun+"'", "pending\n", 0)
-	cp1.on(`if [ -f "$d/rc" ]`, "rc=0\n[upgrade] SUCCESS!\n", 0)
-	cp1.on("rm -rf '"+runsDir+"/"+upgradeRun+"'", "", 0)
+	cp1.onScriptWith("detached/pending", "'"+runsDir+"/"+upgradeRun+"'", "pending\n", 0)
+	cp1.onScriptWith("detached/poll", "'"+runsDir+"/"+upgradeRun+"'", "rc=0\n[upgrade] SUCCESS!\n", 0)
+	cp1.onScriptWith("detached/remove", "'"+runsDir+"/"+upgradeRun+"'", "", 0)
 	st, err := runUpgrade(l.ctx(), in)
 	if err != nil || st.Reached != "v1.35.4" {
 		t.Fatalf("%+v %v", st, err)
@@ -300,7 +303,7 @@ func TestUpgradeSnapshotsAreRotated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(dir, keptUpgradeSnapshots)).CombinedOutput()
+	out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(dir, keptUpgradeSnapshots).String()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -311,7 +314,7 @@ func TestUpgradeSnapshotsAreRotated(t *testing.T) {
 	if len(left) != 5 {
 		t.Errorf("left %v: want 3 pre-upgrade and the 2 scheduled files", left)
 	}
-	if out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(filepath.Join(dir, "absent"), 3)).CombinedOutput(); err != nil || len(out) != 0 {
+	if out, err := exec.Command("sh", "-c", pruneUpgradeSnapshots(filepath.Join(dir, "absent"), 3).String()).CombinedOutput(); err != nil || len(out) != 0 {
 		t.Errorf("no snapshot directory: %v %q", err, out)
 	}
 }
@@ -324,8 +327,8 @@ func TestDrainAndUncordonOutliveARestartingEndpoint(t *testing.T) {
 	l, in := upgradeLab(t, "v1.34.4")
 	in.Target, in.DrainTimeout = "v1.35.4", "30s"
 	api := l.node("cp-1")
-	api.onFunc("drain 'gpu-1'", refusedOnce(""))
-	api.onFunc("uncordon 'gpu-1'", refusedOnce(""))
+	api.onScriptWithFunc("upgrade/drain", "'gpu-1'", refusedOnce(""))
+	api.onScriptWithFunc("upgrade/uncordon", "'gpu-1'", refusedOnce(""))
 	c, err := dial(l.ctx(), in.ControlPlanes[0])
 	if err != nil {
 		t.Fatal(err)
@@ -338,4 +341,32 @@ func TestDrainAndUncordonOutliveARestartingEndpoint(t *testing.T) {
 	if err := uncordon(l.ctx(), c, "cp-1", "gpu-1"); err != nil {
 		t.Errorf("uncordon: %v", err)
 	}
+}
+
+// Each upgrade/ script as the upgrade renders it, checked by its golden
+// (and, through it, by sh -n and shellcheck).
+func TestUpgradeScripts(t *testing.T) {
+	u := &upgrader{in: KubernetesUpgradeArgs{Target: "v1.35.4", IgnorePreflight: []string{"SystemVerification"}}}
+	scriptstest.Golden(t, u.script("upgrade/plan", true), "")
+	scriptstest.Golden(t, u.script("upgrade/apply", true), "")
+	scriptstest.Golden(t, u.script("upgrade/node", true), "control-plane")
+	scriptstest.Golden(t, u.script("upgrade/node", false), "worker")
+	if s := u.script("upgrade/node", false).String(); strings.Contains(s, "certificate-renewal") {
+		t.Errorf("a worker's kubeadm upgrade node is given a control plane's flag:\n%s", s)
+	}
+	u.plan.Excluded = []string{"cp-3"}
+	if s := u.script("upgrade/apply", true).String(); !strings.Contains(s, "--ignore-preflight-errors='SystemVerification,ControlPlaneNodesReady'") {
+		t.Errorf("an upgrade that leaves a node out does not skip kubeadm's readiness check:\n%s", s)
+	}
+	scriptstest.Golden(t, pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/snapshot-dir", struct{ Dir string }{etcdsnapshot.Dir}), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/cluster-config", clusterArgs{Kubectl: kubectl}), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/holds-vip", struct{ VIP string }{"10.0.0.100"}), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/version-at", struct{ Kubectl, Server string }{kubectl, "https://10.0.0.111:6443"}), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/restart-kubelet", nil), "")
+	scriptstest.Golden(t, scripts.Render("upgrade/drain", struct{ Kubectl, Node, Timeout string }{kubectl, "gpu-4", "5m"}), "")
+	for _, name := range []string{"upgrade/uncordon", "upgrade/pods-left", "upgrade/node-ready"} {
+		scriptstest.Golden(t, scripts.Render(name, clusterArgs{Kubectl: kubectl, Node: "gpu-4"}), "")
+	}
+	scriptstest.Golden(t, unitScript("stop", "keepalived"), "")
 }

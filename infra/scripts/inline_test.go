@@ -13,20 +13,10 @@ import (
 	"testing"
 )
 
-// stillInline is where shell is still built in Go, waiting to move into a
-// file here (issue 34): each file with how many commands. The count may
-// only go down, and a file leaves the list when it reaches zero.
-var stillInline = map[string]int{
-	"infra/provider/host.go":    1,
-	"infra/provider/package.go": 4,
-	"infra/provider/upgrade.go": 16,
-}
-
 // No product code builds a command in Go: every command an Executor runs
-// is a rendered script (its String), and scripts.Legacy, the wrapper of a
-// command built the old way, is used nowhere but in stillInline's files.
-// The emulated homelab (infra/lab) drives its own nodes and is not the
-// product; infra/ssh is the Executor itself.
+// is a rendered script (its String). The emulated homelab (infra/lab)
+// drives its own nodes and is not the product; infra/ssh is the Executor
+// itself.
 func TestNoShellBuiltInGo(t *testing.T) {
 	root := filepath.Join("..", "..")
 	found := map[string]int{}
@@ -64,10 +54,6 @@ func TestNoShellBuiltInGo(t *testing.T) {
 			if !ok {
 				return true
 			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "scripts" && sel.Sel.Name == "Legacy" {
-				found[rel]++
-				return true
-			}
 			switch sel.Sel.Name {
 			case "Run", "Query", "RunInput":
 			default:
@@ -93,19 +79,7 @@ func TestNoShellBuiltInGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range slices.Sorted(maps.Keys(found)) {
-		switch allowed, ok := stillInline[f]; {
-		case !ok:
-			t.Errorf("%s: %d commands built in Go: make each a script file under infra/scripts, rendered with scripts.Render", f, found[f])
-		case found[f] > allowed:
-			t.Errorf("%s: %d commands built in Go, %d before: new ones go into script files", f, found[f], allowed)
-		case found[f] < allowed:
-			t.Errorf("%s: %d commands built in Go, down from %d: lower stillInline to match", f, found[f], allowed)
-		}
-	}
-	for _, f := range slices.Sorted(maps.Keys(stillInline)) {
-		if found[f] == 0 {
-			t.Errorf("%s builds no command in Go any more: take it out of stillInline", f)
-		}
+		t.Errorf("%s: %d commands built in Go: make each a script file under infra/scripts, rendered with scripts.Render", f, found[f])
 	}
 }
 

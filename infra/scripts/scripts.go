@@ -133,10 +133,3 @@ func NameOf(cmd string) (string, bool) {
 	}
 	return name, true
 }
-
-// Legacy wraps a command still built in Go, from before scripts had this
-// home: every use is a script waiting to move into a file here (issue 34),
-// and Legacy goes once none is left.
-//
-// Deprecated: render a file with Render.
-func Legacy(cmd string) Script { return Script{text: cmd} }

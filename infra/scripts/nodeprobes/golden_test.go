@@ -1,7 +1,6 @@
 package nodeprobes
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
@@ -28,15 +27,5 @@ func TestScriptsGolden(t *testing.T) {
 		"glob": {Path: nodefacts.AnyManifest, Kind: nodefacts.AnyMatch},
 	} {
 		scriptstest.Golden(t, scripts.Render("nodefacts/trace", TraceAt("", tr)), name)
-	}
-}
-
-// The legacy fragments are the scripts' bodies, no header: pasted into a
-// script built in Go, a set -e would change how the rest runs.
-func TestLegacyFragments(t *testing.T) {
-	for _, f := range []string{LegacyLines(), LegacyStamps("kubelet")} {
-		if strings.Contains(f, "set -eu") || strings.Contains(f, scripts.HeaderPrefix) || !strings.HasPrefix(f, "# ") {
-			t.Errorf("fragment:\n%s", f)
-		}
 	}
 }

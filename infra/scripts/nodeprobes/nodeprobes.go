@@ -10,8 +10,6 @@
 package nodeprobes
 
 import (
-	"strings"
-
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -184,33 +182,6 @@ func Versions(kubeletStamp, kubeletVersion string) scripts.Script {
 // StampsArgs are nodefacts/stamps' values.
 type StampsArgs struct{ Tools []string }
 
-// LegacyLines is nodefacts/lines' shell functions as text, for a script
-// still built in Go to paste.
-//
-// Deprecated: a script's template includes {{template "nodefacts/lines"}}
-// (host.go's facts script until it is a file).
-func LegacyLines() string { return body(scripts.Render("nodefacts/lines", nil)) }
-
-// LegacyStamps is nodefacts/stamps for tools as text, for a script still
-// built in Go to paste.
-//
-// Deprecated: a script's template includes {{template "nodefacts/stamps" .}}
-// (host.go's version script until it is a file).
-func LegacyStamps(tools ...string) string {
-	return body(scripts.Render("nodefacts/stamps", StampsArgs{tools}))
-}
-
-// body is s without its name line and header: pasted into a script built
-// in Go, the header would change how the rest of that script runs.
-func body(s scripts.Script) string {
-	const headerEnd = "&& set -o pipefail\n"
-	_, b, ok := strings.Cut(s.String(), headerEnd)
-	if !ok {
-		panic("nodeprobes: " + s.Name() + " has no header ending in " + headerEnd)
-	}
-	return b
-}
-
 // GPUDetectArgs are gpu/detect's values: where the PCI devices are.
 type GPUDetectArgs struct{ PCI string }
 
@@ -222,11 +193,7 @@ func (a GPUDetectArgs) Script() scripts.Script { return scripts.Render("gpu/dete
 // GPUDetect lists what a node shows of NVIDIA GPUs (gpu.ParseDetection):
 // the provider (whether to install the toolkit) and doctor (declared vs
 // detected) both run it.
-func GPUDetect() scripts.Script { return GPUDetectAt("/sys/bus/pci/devices").Script() }
+func GPUDetect() scripts.Script { return GPUDetectAt(PCIDevices).Script() }
 
-// LegacyGPUDetect is gpu/detect as text, for a script still built in Go
-// to paste.
-//
-// Deprecated: a script's template includes {{template "gpu/detect" .}}
-// (package.go's query until it is a file).
-func LegacyGPUDetect() string { return body(GPUDetect()) }
+// PCIDevices is where a node's kernel lists its PCI devices.
+const PCIDevices = "/sys/bus/pci/devices"

@@ -1,0 +1,3 @@
+# Stops the unit .Unit; it is not disabled, so it starts with the
+# machine again.
+systemctl stop {{q .Unit}}

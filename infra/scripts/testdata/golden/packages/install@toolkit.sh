@@ -1,0 +1,41 @@
+# homelab: packages/install
+set -eu
+# shellcheck disable=SC3040
+(set -o pipefail) 2>/dev/null && set -o pipefail
+# Installs .Pinned (NAME=VERSION each) from apt and holds .Names there,
+# so an unattended upgrade never moves them; then enables the unit
+# .Enable, when set. With a .Repo, its key is fetched into .Repo.Keyring
+# when the keyring is missing and no key was uploaded (.Repo.Fetch), and
+# only its sources list (.Repo.Sources, uploaded before) is updated.
+export DEBIAN_FRONTEND=noninteractive
+if [ ! -s '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg' ]; then
+	if ! command -v curl >/dev/null || ! command -v gpg >/dev/null; then
+		echo "fetching the repository key needs curl and gpg: apt-get install -y curl gnupg" >&2
+		exit 1
+	fi
+	mkdir -p "$(dirname '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg')"
+	# Fetched to a file first: in a pipe, sh would not notice curl
+	# failing and would keep an empty keyring.
+	curl -fsSL 'https://nvidia.github.io/libnvidia-container/gpgkey' -o '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg.asc'
+	gpg --dearmor --yes -o '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg.tmp' '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg.asc'
+	rm -f '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg.asc'
+	mv '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg.tmp' '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg'
+fi
+install_pinned() {
+	apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold 'nvidia-container-toolkit=1.20.0-1' 'nvidia-container-toolkit-base=1.20.0-1' 'libnvidia-container-tools=1.20.0-1' 'libnvidia-container1=1.20.0-1'
+}
+# Only the repository up manages is updated; every other list is kept
+# (List-Cleanup=0). A mirror the node cannot reach made each install
+# wait a minute on apt's retries, and these packages come from this
+# repository alone. Should the install then miss a dependency from the
+# system's repositories, they are all updated and the install tried
+# again.
+apt-get update -q -o Dir::Etc::sourcelist='/etc/apt/sources.list.d/nvidia-container-toolkit.list' -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0
+if ! install_pinned; then
+	apt-get update -q
+	install_pinned
+fi
+# Holds the packages .Names at their installed versions, so an
+# unattended upgrade never moves them. Prints nothing.
+apt-mark hold 'nvidia-container-toolkit' 'nvidia-container-toolkit-base' 'libnvidia-container-tools' 'libnvidia-container1' >/dev/null
+
