@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -161,4 +162,55 @@ func scriptLine(cmd string) string {
 		after = after[:end]
 	}
 	return before + scripts.HeaderPrefix + after
+}
+
+// uninterrupted lets a command finish when the user cancels an up:
+// killing it half-way leaves a node that needs a reset. A bound still
+// applies, so a hung command cannot hold the run forever.
+func mustFinish(ctx context.Context, c ssh.Executor, node, what string, cmd scripts.Script) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
+	defer cancel()
+	return must(ctx, c, node, what, cmd)
+}
+
+// The detached runs' names on the node (runDetached).
+const (
+	initRun = "kubeadm-init"
+	joinRun = "kubeadm-join"
+	aptRun  = "apt-install"
+)
+
+// pendingArgs are detached/pending's values.
+type pendingArgs struct{ Dir string }
+
+// settleDetached waits for (or collects) a detached run of name left by an
+// earlier up, and says whether there was one.
+func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
+	d := runsDir + "/" + name
+	out, _, err := query(ctx, c, scripts.Render("detached/pending", pendingArgs{Dir: d}))
+	if err != nil || strings.TrimSpace(out) != "pending" {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
+	defer cancel()
+	p.GetLogger(ctx).Warningf("%s: %s from an earlier up is still there; waiting for its outcome", node, what)
+	_, err = awaitDetached(ctx, c, node, what, d)
+	return true, err
+}
+
+// settleBeforeReset is settleDetached for a step that may reset the node
+// next: a run still going refuses the step (the node is busy), while one
+// that failed or was lost leaves the node for the step to look at. It
+// says whether an earlier up's run ended well here.
+func settleBeforeReset(ctx context.Context, c ssh.Executor, node, name, what string) (bool, error) {
+	found, err := settleDetached(ctx, c, node, name, what)
+	var busy *busyError
+	if errors.As(err, &busy) {
+		return false, err
+	}
+	if err != nil {
+		p.GetLogger(ctx).Warningf("%v", err)
+		return false, nil
+	}
+	return found, nil
 }
