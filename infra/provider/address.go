@@ -1,23 +1,19 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
 	"fmt"
 	"maps"
 	"net"
 	"net/netip"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
-	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -417,196 +413,6 @@ func (in ControlPlaneAddressArgs) port() int {
 	return in.Port
 }
 
-// notRenewed says which renewals the node's certificates do not show:
-// each must be another certificate than before (its serial: a renewal
-// asked for right after the last may end the same second), valid beyond
-// renewBefore.
-func notRenewed(due []renewal, before, after []nodefacts.Expiry, now time.Time, renewBefore time.Duration) []string {
-	byName := func(list []nodefacts.Expiry) map[string]nodefacts.Expiry {
-		m := map[string]nodefacts.Expiry{}
-		for _, e := range list {
-			if r, ok := nodefacts.RenewableOf(e.Path); ok {
-				m[r.Name()] = e
-			}
-		}
-		return m
-	}
-	was, is := byName(before), byName(after)
-	var out []string
-	for _, r := range due {
-		e, ok := is[r.Name]
-		switch {
-		case !ok:
-			out = append(out, r.Name+" is gone")
-		case e.Serial == was[r.Name].Serial:
-			out = append(out, fmt.Sprintf("%s was not renewed (valid until %s)", r.Name, stamp(e.NotAfter)))
-		case e.NotAfter.Sub(now) <= renewBefore:
-			out = append(out, fmt.Sprintf("%s was renewed only until %s, within renewBefore %s: the node's kubeadm config declares a shorter validity", r.Name, stamp(e.NotAfter), renewBefore))
-		}
-	}
-	return out
-}
-
-// servedCert is a serving certificate re-issued on the node: a renewed
-// file is not yet a renewed server, so the node counts as healthy only
-// once its component serves the file's certificate at port.
-type servedCert struct {
-	file, port, pod string
-}
-
-// servedOf lists the serving certificates among re-issued files.
-func servedOf(certs []string, apiPort int) []servedCert {
-	var out []servedCert
-	for _, f := range certs {
-		if sc, ok := nodefacts.ServingCertOf(f); ok {
-			out = append(out, servedCert{f, strconv.Itoa(sc.ServedPort(apiPort)), sc.Server})
-		}
-	}
-	return out
-}
-
-// settle is what the node must show, beyond a healthy etcd member and
-// apiserver, before the next node is touched.
-type settle struct {
-	served []servedCert
-	// components are restarted static pods whose health endpoints must
-	// answer.
-	components []string
-	// endpoint: the API must answer through the controlPlaneEndpoint too.
-	endpoint bool
-}
-
-// waitHealthy waits for this node's etcd member and for its apiserver to
-// serve /readyz with a certificate valid for the node's address, and for
-// what s adds. The apiserver and etcd reload re-issued certificates by
-// themselves, so they are not restarted, which would take the VIP away
-// from its holder for keepalived's check interval; one that still serves
-// an old certificate after the reload grace is restarted, once.
-func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs, s settle) error {
-	pr := probesOf(ctx)
-	caPEM, err := c.Read(ctx, nodefacts.CACert)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	files := map[string][]byte{}
-	for _, sc := range s.served {
-		data, err := c.Read(ctx, nodefacts.PKIFile(sc.file))
-		if err != nil {
-			return err
-		}
-		cert, err := nodefacts.ParseCertPEM(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", sc.file, err)
-		}
-		files[sc.file] = cert.Raw
-	}
-	// Verified for the node's own address: a certificate lacking it fails.
-	readyz := apiprobe.Readyz{CA: pool}
-	addr := net.JoinHostPort(in.Address, strconv.Itoa(in.port()))
-	start := time.Now()
-	restarted := map[string]bool{}
-	for {
-		var stale []servedCert
-		var last error
-		for _, sc := range s.served {
-			got, err := pr.served(ctx, c, net.JoinHostPort(in.Address, sc.port))
-			switch {
-			case err != nil:
-				last = fmt.Errorf("%s at port %s: %w", sc.pod, sc.port, err)
-			case !bytes.Equal(got.Raw, files[sc.file]):
-				stale = append(stale, sc)
-				last = fmt.Errorf("%s still serves its previous %s (valid until %s) at port %s", sc.pod, sc.file, stamp(got.NotAfter), sc.port)
-			}
-		}
-		if last == nil {
-			last = healthy(ctx, c, pr, in, s, readyz, addr)
-		}
-		if last == nil {
-			return nil
-		}
-		if time.Since(start) > pr.timeout {
-			return fmt.Errorf("not healthy after the change: %w", last)
-		}
-		if time.Since(start) > pr.reloadGrace {
-			for _, sc := range stale {
-				if !restarted[sc.pod] {
-					p.GetLogger(ctx).Warningf("%s: %s still serves its previous %s; restarting it", in.Connection.Node, sc.pod, sc.file)
-					_, _ = c.Run(ctx, scripts.Render("pods/kill", podOf(sc.pod)).String())
-					restarted[sc.pod] = true
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pr.poll):
-		}
-	}
-}
-
-// healthy is one round of waitHealthy's checks but the served certificates.
-func healthy(ctx context.Context, c ssh.Executor, pr probes, in ControlPlaneAddressArgs, s settle, readyz apiprobe.Readyz, addr string) error {
-	if err := pr.etcd(ctx, c); err != nil {
-		return fmt.Errorf("etcd: %w", err)
-	}
-	if err := pr.readyz(ctx, c, readyz, addr); err != nil {
-		return fmt.Errorf("apiserver: %w", err)
-	}
-	for _, pod := range s.components {
-		if err := pr.healthz(ctx, c, nodefacts.HealthEndpoints[pod]); err != nil {
-			return fmt.Errorf("%s: %w", pod, err)
-		}
-	}
-	if s.endpoint {
-		r := readyz
-		r.ServerName, _, _ = net.SplitHostPort(in.Endpoint)
-		if err := pr.readyz(ctx, c, r, in.Endpoint); err != nil {
-			return fmt.Errorf("apiserver through the endpoint %s: %w", in.Endpoint, err)
-		}
-	}
-	return nil
-}
-
-func etcdHealthy(ctx context.Context, c ssh.Executor) error {
-	cli, err := etcdThrough(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	s, err := cli.Status(ctx, "https://127.0.0.1:2379")
-	if err != nil {
-		return err
-	}
-	if s.Leader == 0 {
-		return fmt.Errorf("etcd member has no leader")
-	}
-	if len(s.Errors) > 0 {
-		return fmt.Errorf("etcd: %v", s.Errors)
-	}
-	return nil
-}
-
-// issueAgain re-issues certificate files (relative to PKIDir) by their
-// phases and renews kubeconfigs' client certificates in place, from the
-// node's kubeadm config: nothing of it needs the API.
-func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs, kubeconfigs []string) error {
-	if len(certs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(config, certs)); err != nil {
-			return err
-		}
-	}
-	if len(kubeconfigs) > 0 {
-		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(config, kubeconfigs)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 type moveArgs struct {
 	Config, Old, New string
 	// Kubeconfigs and KubeletFlags are the files that carry the node's
@@ -627,35 +433,4 @@ func moveScript(config, old, address string) scripts.Script {
 		a.Restart = append(a.Restart, nodefacts.ProcessPattern(pod))
 	}
 	return scripts.Render("address/move", a)
-}
-
-// issueArgs are certs/issue's: the CAs (Name relative to PKIDir, Dir its
-// directory in the staging one) and the certificates (Base, their path
-// relative to PKIDir without .crt, issued by Phase).
-type issueArgs struct {
-	PKIDir, Config string
-	CAs            []struct{ Name, Dir string }
-	Certs          []struct{ Phase, Base string }
-}
-
-// regenerateCerts issues new certificates with kubeadm in a staging
-// directory holding only the CAs they need (kubeadm keeps an existing
-// certificate whatever its SANs and dates, so it must not see the old
-// ones), then moves each pair into place. The running etcd and apiserver
-// never find a certificate missing: both reload theirs from the files by
-// themselves. certs are relative to PKIDir.
-func regenerateCerts(config string, certs []string) scripts.Script {
-	a := issueArgs{PKIDir: nodefacts.PKIDir, Config: config}
-	var cas []string
-	for _, f := range certs {
-		if r, ok := nodefacts.RenewableNamed(f); ok && !slices.Contains(cas, r.CA) {
-			cas = append(cas, r.CA)
-			a.CAs = append(a.CAs, struct{ Name, Dir string }{r.CA, strings.TrimSuffix(path.Dir(r.CA), ".")})
-		}
-	}
-	for _, f := range certs {
-		r, _ := nodefacts.RenewableNamed(f)
-		a.Certs = append(a.Certs, struct{ Phase, Base string }{r.Phase, strings.TrimSuffix(f, ".crt")})
-	}
-	return scripts.Render("certs/issue", a)
 }

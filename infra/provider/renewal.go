@@ -1,15 +1,18 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -207,4 +210,82 @@ type regenerateArgs struct {
 // waits until the kubelet runs the new one.
 func regeneratePod(pod, config string) scripts.Script {
 	return scripts.Render("pods/regenerate", regenerateArgs{podArgs: podOf(pod), Phase: nodefacts.ComponentPhase[pod], Config: config})
+}
+
+// notRenewed says which renewals the node's certificates do not show:
+// each must be another certificate than before (its serial: a renewal
+// asked for right after the last may end the same second), valid beyond
+// renewBefore.
+func notRenewed(due []renewal, before, after []nodefacts.Expiry, now time.Time, renewBefore time.Duration) []string {
+	byName := func(list []nodefacts.Expiry) map[string]nodefacts.Expiry {
+		m := map[string]nodefacts.Expiry{}
+		for _, e := range list {
+			if r, ok := nodefacts.RenewableOf(e.Path); ok {
+				m[r.Name()] = e
+			}
+		}
+		return m
+	}
+	was, is := byName(before), byName(after)
+	var out []string
+	for _, r := range due {
+		e, ok := is[r.Name]
+		switch {
+		case !ok:
+			out = append(out, r.Name+" is gone")
+		case e.Serial == was[r.Name].Serial:
+			out = append(out, fmt.Sprintf("%s was not renewed (valid until %s)", r.Name, stamp(e.NotAfter)))
+		case e.NotAfter.Sub(now) <= renewBefore:
+			out = append(out, fmt.Sprintf("%s was renewed only until %s, within renewBefore %s: the node's kubeadm config declares a shorter validity", r.Name, stamp(e.NotAfter), renewBefore))
+		}
+	}
+	return out
+}
+
+// issueAgain re-issues certificate files (relative to PKIDir) by their
+// phases and renews kubeconfigs' client certificates in place, from the
+// node's kubeadm config: nothing of it needs the API.
+func issueAgain(ctx context.Context, c ssh.Executor, node, config string, certs, kubeconfigs []string) error {
+	if len(certs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "issuing "+strings.Join(certs, ", "), regenerateCerts(config, certs)); err != nil {
+			return err
+		}
+	}
+	if len(kubeconfigs) > 0 {
+		if _, err := mustFinish(ctx, c, node, "renewing the client certificates of "+strings.Join(kubeconfigs, ", "), renewKubeconfigs(config, kubeconfigs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// issueArgs are certs/issue's: the CAs (Name relative to PKIDir, Dir its
+// directory in the staging one) and the certificates (Base, their path
+// relative to PKIDir without .crt, issued by Phase).
+type issueArgs struct {
+	PKIDir, Config string
+	CAs            []struct{ Name, Dir string }
+	Certs          []struct{ Phase, Base string }
+}
+
+// regenerateCerts issues new certificates with kubeadm in a staging
+// directory holding only the CAs they need (kubeadm keeps an existing
+// certificate whatever its SANs and dates, so it must not see the old
+// ones), then moves each pair into place. The running etcd and apiserver
+// never find a certificate missing: both reload theirs from the files by
+// themselves. certs are relative to PKIDir.
+func regenerateCerts(config string, certs []string) scripts.Script {
+	a := issueArgs{PKIDir: nodefacts.PKIDir, Config: config}
+	var cas []string
+	for _, f := range certs {
+		if r, ok := nodefacts.RenewableNamed(f); ok && !slices.Contains(cas, r.CA) {
+			cas = append(cas, r.CA)
+			a.CAs = append(a.CAs, struct{ Name, Dir string }{r.CA, strings.TrimSuffix(path.Dir(r.CA), ".")})
+		}
+	}
+	for _, f := range certs {
+		r, _ := nodefacts.RenewableNamed(f)
+		a.Certs = append(a.Certs, struct{ Phase, Base string }{r.Phase, strings.TrimSuffix(f, ".crt")})
+	}
+	return scripts.Render("certs/issue", a)
 }
