@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-dev/homelab/infra/impact"
 	"github.com/homelab-dev/homelab/inventory"
-	"github.com/homelab-dev/homelab/roles/impact"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 

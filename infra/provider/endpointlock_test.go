@@ -11,8 +11,8 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/upgradeplan"
 	"github.com/homelab-dev/homelab/roles/keepalived"
-	"github.com/homelab-dev/homelab/roles/upgrade"
 )
 
 // An upgrade's control-plane step holds the endpoint lock from its first
@@ -33,7 +33,7 @@ func TestUpgradeStepHoldsTheEndpoint(t *testing.T) {
 		}
 		return ssh.Result{Stderr: []byte("E: Could not get lock /var/lib/dpkg/lock-frontend\n"), ExitCode: 100}, nil
 	})
-	err := u.step(l.ctx(), upgrade.Step{Action: upgrade.ControlPlane, Nodes: []string{"cp-2"}})
+	err := u.step(l.ctx(), upgradeplan.Step{Action: upgradeplan.ControlPlane, Nodes: []string{"cp-2"}})
 	if err == nil || !strings.Contains(err.Error(), "lock-frontend") {
 		t.Fatalf("the failing install: %v", err)
 	}

@@ -19,14 +19,14 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/upgradeplan"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/upgrade"
 )
 
 // KubernetesUpgrade moves a running cluster to the declared Kubernetes
-// version in kubeadm's order (roles/upgrade decides the steps from what
+// version in kubeadm's order (infra/upgradeplan decides the steps from what
 // each node runs). It runs before the nodes' packages are converged: by
 // the time they are, every node it upgraded holds the declared version.
 type KubernetesUpgrade struct{}
@@ -129,15 +129,15 @@ func (in KubernetesUpgradeArgs) conns() []Connection {
 }
 
 // planOf plans from the state's versions; unread nodes say why.
-func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) (upgrade.Plan, error) {
+func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) (upgradeplan.Plan, error) {
 	return planWithout(in, live, unread, clusterVersion, upgradeWithout())
 }
 
-func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) (upgrade.Plan, error) {
-	var nodes []upgrade.Node
+func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) (upgradeplan.Plan, error) {
+	var nodes []upgradeplan.Node
 	for i, c := range in.conns() {
 		v := live[c.Node]
-		n := upgrade.Node{Name: c.Node, ControlPlane: i < len(in.ControlPlanes), ControlPlaneVersion: v.ControlPlane, Kubelet: v.Kubelet, Joined: v.Joined,
+		n := upgradeplan.Node{Name: c.Node, ControlPlane: i < len(in.ControlPlanes), ControlPlaneVersion: v.ControlPlane, Kubelet: v.Kubelet, Joined: v.Joined,
 			CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 		if why, ok := unread[c.Node]; ok {
 			// A node never read counts as a member: whether it is one
@@ -146,7 +146,7 @@ func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread 
 		}
 		nodes = append(nodes, n)
 	}
-	return upgrade.Make(upgrade.Input{Target: in.Target, ClusterVersion: clusterVersion, Nodes: nodes, MaxUnavailable: in.MaxUnavailable, Exclude: without})
+	return upgradeplan.Make(upgradeplan.Input{Target: in.Target, ClusterVersion: clusterVersion, Nodes: nodes, MaxUnavailable: in.MaxUnavailable, Exclude: without})
 }
 
 // upgradeChanges: a declared version other than the one the last run
@@ -387,7 +387,7 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 		log.Infof("upgrade step %d/%d done in %s", i+1, len(plan.Steps), time.Since(began).Round(time.Second))
 		for _, n := range s.Nodes {
 			v := st.Live[n]
-			if s.Action == upgrade.Apply || s.Action == upgrade.ControlPlane {
+			if s.Action == upgradeplan.Apply || s.Action == upgradeplan.ControlPlane {
 				v.ControlPlane = in.Target
 			} else {
 				v.Kubelet = in.Target
@@ -426,7 +426,7 @@ func settleEarlier(ctx context.Context, in KubernetesUpgradeArgs) {
 // upgrader runs one plan.
 type upgrader struct {
 	in    KubernetesUpgradeArgs
-	plan  upgrade.Plan
+	plan  upgradeplan.Plan
 	conns map[string]Connection
 }
 
@@ -486,7 +486,7 @@ func (u *upgrader) preflight(ctx context.Context) error {
 	if err := errs.ErrorOrNil(); err != nil {
 		return err
 	}
-	if first := u.plan.Steps[0]; first.Action == upgrade.Apply {
+	if first := u.plan.Steps[0]; first.Action == upgradeplan.Apply {
 		return u.on(ctx, first.Nodes[0], func(ex ssh.Executor) error { return u.snapshot(ctx, ex, first.Nodes[0]) })
 	}
 	return nil
@@ -614,14 +614,14 @@ func (u *upgrader) ignore() []string {
 	return ignore
 }
 
-func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
+func (u *upgrader) step(ctx context.Context, s upgradeplan.Step) error {
 	switch s.Action {
-	case upgrade.Apply, upgrade.ControlPlane:
+	case upgradeplan.Apply, upgradeplan.ControlPlane:
 		node := s.Nodes[0]
 		// The whole step, not only the hand-over: kubeadm restarts the
 		// node's apiserver and the health check reads through the endpoint.
 		return holdingEndpoint(func() error { return u.controlPlaneStep(ctx, s, node) })
-	case upgrade.Kubelet:
+	case upgradeplan.Kubelet:
 		return u.kubelet(ctx, s.Nodes[0], false)
 	default:
 		batch := make([]Connection, len(s.Nodes))
@@ -638,13 +638,13 @@ func (u *upgrader) step(ctx context.Context, s upgrade.Step) error {
 
 // controlPlaneStep upgrades one control-plane node: kubeadm upgrade
 // apply on the first, upgrade node on the others.
-func (u *upgrader) controlPlaneStep(ctx context.Context, s upgrade.Step, node string) error {
+func (u *upgrader) controlPlaneStep(ctx context.Context, s upgradeplan.Step, node string) error {
 	return u.on(ctx, node, func(ex ssh.Executor) error {
 		if err := u.install(ctx, ex, node, "kubeadm"); err != nil {
 			return err
 		}
 		what, cmd := "kubeadm upgrade node", u.script("upgrade/node", true)
-		if s.Action == upgrade.Apply {
+		if s.Action == upgradeplan.Apply {
 			// kubeadm's own check of what it is about to do, read-only.
 			if _, err := must(ctx, ex, node, "kubeadm upgrade plan "+u.in.Target, u.script("upgrade/plan", true)); err != nil {
 				return err

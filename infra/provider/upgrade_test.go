@@ -14,9 +14,9 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/upgradeplan"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/upgrade"
 )
 
 // upgradeLab is three control-plane nodes and a worker, every one
@@ -179,7 +179,7 @@ func TestUpgradeLeftOutNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Excluded) != 1 || plan.Excluded[0] != "cp-3" || plan.Steps[0].Action != upgrade.Apply || plan.Steps[0].Nodes[0] != "cp-1" {
+	if len(plan.Excluded) != 1 || plan.Excluded[0] != "cp-3" || plan.Steps[0].Action != upgradeplan.Apply || plan.Steps[0].Nodes[0] != "cp-1" {
 		t.Errorf("plan %+v", plan)
 	}
 	for _, s := range plan.Steps {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
+	"github.com/homelab-dev/homelab/infra/impact"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/inventory"
-	"github.com/homelab-dev/homelab/roles/impact"
 )
 
 // BenchmarkDrills drills, b.N times each, every failure kind on the VIP

@@ -1,5 +1,5 @@
 // Package drill fails nodes of a cluster built in the emulated homelab, in
-// any of the ways roles/impact predicts (power-off, cut off the network,
+// any of the ways infra/impact predicts (power-off, cut off the network,
 // keepalived killed, the apiserver stopped, alone or two at once), and
 // measures what the prediction says: for every consumer of an API
 // address, whether its process runs and whether its address answers,
@@ -29,10 +29,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/homelab-dev/homelab/infra/impact"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/inventory"
-	"github.com/homelab-dev/homelab/roles/impact"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )

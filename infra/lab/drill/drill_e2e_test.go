@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/impact"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
-	"github.com/homelab-dev/homelab/roles/impact"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }

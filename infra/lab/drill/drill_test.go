@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/infra/impact"
 )
 
 func TestLayoutInventoryRefusesWhatTheInventoryCannotExpress(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/infra/impact"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 

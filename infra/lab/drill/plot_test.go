@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/infra/impact"
 )
 
 func TestWriteSVG(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/homelab-dev/homelab/roles/impact"
+	"github.com/homelab-dev/homelab/infra/impact"
 )
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

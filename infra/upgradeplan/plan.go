@@ -1,4 +1,4 @@
-// Package upgrade plans a Kubernetes upgrade in kubeadm's order from the
+// Package upgradeplan plans a Kubernetes upgrade in kubeadm's order from the
 // versions the nodes run now. It is pure: the provider reads the versions
 // and runs the steps; this decides which steps are due, so an upgrade cut
 // off anywhere resumes from where the cluster stands, and never runs
@@ -10,7 +10,7 @@
 // time), then the control-plane nodes' kubelets one at a time, then the
 // workers in batches; a kubelet is never newer than an apiserver that
 // serves it.
-package upgrade
+package upgradeplan
 
 import (
 	"fmt"

@@ -29,7 +29,7 @@ func load(t *testing.T, edit func(*inventory.Inventory)) *inventory.Inventory {
 
 func bundle(t *testing.T) *pki.Bundle {
 	t.Helper()
-	data, err := os.ReadFile("../testdata/bundle.yaml")
+	data, err := os.ReadFile("../../roles/testdata/bundle.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
