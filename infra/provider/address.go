@@ -225,7 +225,7 @@ func (ControlPlaneAddress) Create(ctx context.Context, req infer.CreateRequest[C
 	if req.DryRun {
 		return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, nil
 	}
-	st, err := convergeAddress(ctx, in, nil, renewalAsked(in.Connection.Node))
+	st, err := convergeAddress(ctx, in, nil, renewalAsked(ctx, in.Connection.Node))
 	return infer.CreateResponse[ControlPlaneAddressState]{ID: in.Connection.Node, Output: st}, err
 }
 
@@ -278,12 +278,12 @@ func addressChanges(in ControlPlaneAddressArgs, st ControlPlaneAddressState, due
 
 func (ControlPlaneAddress) Diff(ctx context.Context, req infer.DiffRequest[ControlPlaneAddressArgs, ControlPlaneAddressState]) (infer.DiffResponse, error) {
 	node := req.Inputs.Connection.Node
-	due := renewalsOf(req.Inputs, req.State, time.Now(), renewalAsked(node))
+	due := renewalsOf(req.Inputs, req.State, time.Now(), renewalAsked(ctx, node))
 	for _, r := range due {
 		p.GetLogger(ctx).Infof("%s: renews %s", node, r)
 	}
 	d := addressChanges(req.Inputs, req.State, due)
-	if renewalAsked(node) && len(req.State.LiveExpiry) == 0 {
+	if renewalAsked(ctx, node) && len(req.State.LiveExpiry) == 0 {
 		// Asked for, and no date read yet (a stack made before they were
 		// read): Update reads them and renews all.
 		d.update("liveExpiry")
@@ -297,7 +297,7 @@ func (ControlPlaneAddress) Update(ctx context.Context, req infer.UpdateRequest[C
 	if req.DryRun {
 		return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, nil
 	}
-	st, err := convergeAddress(ctx, req.Inputs, &req.State, renewalAsked(req.Inputs.Connection.Node))
+	st, err := convergeAddress(ctx, req.Inputs, &req.State, renewalAsked(ctx, req.Inputs.Connection.Node))
 	return infer.UpdateResponse[ControlPlaneAddressState]{Output: st}, err
 }
 

@@ -130,20 +130,6 @@ func newReadBatches() *readBatches {
 	return &readBatches{files: newBatcher(64, statFiles), nodes: newBatcher(256, getNodes)}
 }
 
-// processBatches are the provider process's: one process serves every
-// resource of an up.
-var processBatches = newReadBatches()
-
-type readBatchesKey struct{}
-
-// batchesOf is ctx's batches (withDialer's), or the process's.
-func batchesOf(ctx context.Context) *readBatches {
-	if b, ok := ctx.Value(readBatchesKey{}).(*readBatches); ok {
-		return b
-	}
-	return processBatches
-}
-
 func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]nodefacts.FileStat, error) {
 	out, _, err := query(ctx, c, nodeprobes.FileStats(paths))
 	if err != nil {

@@ -51,41 +51,22 @@ const readRetry = 3 * time.Second
 // nodes through one, so a unit test can hand the steps fake nodes.
 type dialer func(ctx context.Context, c Connection) (ssh.Executor, error)
 
-type dialerKey struct{}
-
-// withDialer makes every node step under ctx reach its nodes through d.
-// infer builds the resources as empty values and hands each step nothing
-// but its request and ctx, so ctx is what carries it to the helpers a step
-// calls.
-//
-// Nodes reached through another dialer are other machines, whatever their
-// connections say: their reads share no batch with the process's.
-func withDialer(ctx context.Context, d dialer) context.Context {
-	return context.WithValue(context.WithValue(ctx, dialerKey{}, d), readBatchesKey{}, newReadBatches())
-}
-
-// sshDial is the way to a real node: SSH with its host key checked against
-// the connection's known_hosts, recorded in the command log, from the
-// namespace ssh.NetnsEnv names.
-func sshDial(ctx context.Context, c Connection) (ssh.Executor, error) {
-	var opts []ssh.Option
-	if ctx.Value(readingKey{}) != nil {
-		opts = append(opts, ssh.WithRetry(readRetry))
+// sshDialer reaches real nodes through pool: SSH with the host key
+// checked against the connection's known_hosts, recorded in the command
+// log, from the namespace ssh.NetnsEnv names.
+func sshDialer(pool *ssh.Pool) dialer {
+	return func(ctx context.Context, c Connection) (ssh.Executor, error) {
+		var opts []ssh.Option
+		if ctx.Value(readingKey{}) != nil {
+			opts = append(opts, ssh.WithRetry(readRetry))
+		}
+		return pool.Dial(ctx, c.target(), opts...)
 	}
-	return sshPool.Dial(ctx, c.target(), opts...)
 }
 
-// sshPool keeps one connection per node for this provider process, which
-// serves every resource of an up: see ssh.Pool. A node nobody used for
-// half a minute is let go.
-var sshPool = ssh.NewPool(30 * time.Second)
-
+// dial reaches the node c names through the run's dialer.
 func dial(ctx context.Context, c Connection) (ssh.Executor, error) {
-	open := sshDial
-	if d, ok := ctx.Value(dialerKey{}).(dialer); ok {
-		open = d
-	}
-	ex, err := open(ctx, c)
+	ex, err := configOf(ctx).dial(ctx, c)
 	var changed *ssh.HostKeyChangedError
 	if errors.As(err, &changed) {
 		return nil, fmt.Errorf("%w. To accept the new key once you have checked it: homelab hosts accept %s -f INVENTORY", err, c.Node)
@@ -184,7 +165,7 @@ func endpointBlip(stderr string) bool {
 // fails with an endpointBlip, until the probes' timeout; then its last
 // result is the caller's to judge.
 func outliveBlips(ctx context.Context, run func() (ssh.Result, error)) (ssh.Result, error) {
-	pr := probesOf(ctx)
+	pr := configOf(ctx).probes
 	deadline := time.Now().Add(pr.timeout)
 	for {
 		r, err := run()

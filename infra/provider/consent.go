@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 
 	p "github.com/pulumi/pulumi-go-provider"
 
@@ -23,9 +22,9 @@ const EnvAllowDestroy = envvars.AllowDestroy
 // homelab CLI can list them after the engine's run.
 const RefusedMarker = "DESTRUCTIVE, refused:"
 
-// consented reports whether the user allowed destructive steps on node;
-// consented("*") whether they allowed them on every node.
-func consented(node string) bool { return listed(os.Getenv(EnvAllowDestroy), node) }
+// consented reports whether the user allowed destructive steps on node in
+// this run; consented(ctx, "*") whether they allowed them on every node.
+func consented(ctx context.Context, node string) bool { return configOf(ctx).allowDestroy.has(node) }
 
 // refused is the error of a destructive step without consent: what it
 // would destroy and the exact way to allow it, for this node only.
@@ -38,7 +37,7 @@ func refused(node, step, loses string) error {
 // state would forget what stays on the node (kept names it), so it needs
 // the user's consent for that node.
 func forgetUnreachable(ctx context.Context, node, step, kept string, err error) error {
-	if !consented(node) {
+	if !consented(ctx, node) {
 		return refused(node, step, fmt.Sprintf("forget it while the node cannot be reached (%v): the node would keep %s. Power it on so up can remove it, or wipe its disk", err, kept))
 	}
 	p.GetLogger(ctx).Warningf("%s unreachable: forgetting %s as allowed; the node keeps %s", node, step, kept)

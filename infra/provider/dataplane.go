@@ -237,7 +237,7 @@ func (Dataplane) Delete(ctx context.Context, req infer.DeleteRequest[DataplaneSt
 	}
 	// Uninstalling the pod network cuts every pod's network on every node:
 	// only with consent for all of them (destroy gives it).
-	if !consented("*") {
+	if !consented(ctx, "*") {
 		return infer.DeleteResponse{}, refused("*", "uninstalling the Cilium pod network", "cut every pod's network")
 	}
 	log := p.GetLogger(ctx)

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -133,16 +132,20 @@ func TestAgentsRolledOut(t *testing.T) {
 // Uninstalling the pod network cuts every pod's network: refused without
 // consent for every node, done (here: nothing to reach) with it.
 func TestDataplaneDeleteNeedsConsentForAll(t *testing.T) {
-	st := DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "cilium"}}
+	lab := newFakeLab(t)
+	// Consented, it goes on to a node that cannot be reached: warned
+	// about, not an error.
+	lab.node("cp-1").dialErr = unreachableErr("cp-1")
+	st := DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "cilium", Via: lab.conn("cp-1")}}
 	for consent, refusedWant := range map[string]bool{"": true, "cp-1": true, "*": false} {
-		t.Setenv(EnvAllowDestroy, consent)
-		_, err := Dataplane{}.Delete(context.Background(), infer.DeleteRequest[DataplaneState]{State: st})
+		lab.config().allowDestroy = nodeList(consent)
+		_, err := Dataplane{}.Delete(lab.ctx(), infer.DeleteRequest[DataplaneState]{State: st})
 		if refusedWant != (err != nil && strings.Contains(err.Error(), RefusedMarker)) {
 			t.Errorf("consent %q: %v", consent, err)
 		}
 	}
-	t.Setenv(EnvAllowDestroy, "")
-	if _, err := (Dataplane{}).Delete(context.Background(), infer.DeleteRequest[DataplaneState]{State: DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "none"}}}); err != nil {
+	lab.config().allowDestroy = ""
+	if _, err := (Dataplane{}).Delete(lab.ctx(), infer.DeleteRequest[DataplaneState]{State: DataplaneState{DataplaneArgs: DataplaneArgs{CNI: "none"}}}); err != nil {
 		t.Errorf("cni none: nothing to uninstall, yet %v", err)
 	}
 }

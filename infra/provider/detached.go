@@ -20,16 +20,13 @@ import (
 // runs, then its exit code and output until this provider collects them.
 const runsDir = "/var/lib/homelab/runs"
 
-// detachedBound is how long a detached step may take before the provider
-// stops waiting (the step itself goes on on the node). A variable for the
-// tests alone.
-var detachedBound = 15 * time.Minute
-
-// busyError is a detached run still going on the node past detachedBound:
+// busyError is a detached run still going on the node past the bound:
 // whatever would change the node under it (a reset, a second run) must
 // wait for it.
 type busyError struct {
 	node, what, dir string
+	// after is how long it was waited for.
+	after time.Duration
 	// pid and cmd are the run's, as the node tells them ("" when not).
 	pid, cmd string
 }
@@ -47,7 +44,7 @@ func (e *busyError) Error() string {
 	}
 	return fmt.Sprintf("%s is busy: %s still runs after %s; nothing more was changed on it. "+
 		"Wait for it to end (its exit code and output appear in %s) and run up again; if it is stuck, stop it on the node (%s) and run up again",
-		e.node, running, detachedBound, e.dir, stop)
+		e.node, running, e.after, e.dir, stop)
 }
 
 // runDetached runs cmd on the node in its own session, so that neither a
@@ -62,7 +59,7 @@ func (e *busyError) Error() string {
 // node steps finish); the bound still applies.
 func runDetached(ctx context.Context, c ssh.Executor, node, name, what string, s scripts.Script) (string, error) {
 	cmd := s.String()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), configOf(ctx).detachedBound)
 	defer cancel()
 	d := runsDir + "/" + name
 	sum := sha256.Sum256([]byte(cmd))
@@ -139,7 +136,7 @@ func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (s
 func runningNow(ctx context.Context, c ssh.Executor, node, what, d string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	e := &busyError{node: node, what: what, dir: d}
+	e := &busyError{node: node, what: what, dir: d, after: configOf(ctx).detachedBound}
 	out, _, err := query(ctx, c, scripts.Render("detached/process", detachedArgs{Dir: d}))
 	if err == nil {
 		pid, cmd, _ := strings.Cut(strings.TrimSpace(out), "\n")
@@ -191,7 +188,7 @@ func settleDetached(ctx context.Context, c ssh.Executor, node, name, what string
 	if err != nil || strings.TrimSpace(out) != "pending" {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedBound)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), configOf(ctx).detachedBound)
 	defer cancel()
 	p.GetLogger(ctx).Warningf("%s: %s from an earlier up is still there; waiting for its outcome", node, what)
 	_, err = awaitDetached(ctx, c, node, what, d)

@@ -59,9 +59,7 @@ func TestDetachedOutputIsPrivate(t *testing.T) {
 // still runs past the provider's bound (a slow image pull).
 func busyNode(t *testing.T, lab *fakeLab, node, name string) *fakeNode {
 	t.Helper()
-	old := detachedBound
-	detachedBound = 50 * time.Millisecond
-	t.Cleanup(func() { detachedBound = old })
+	lab.config().detachedBound = 50 * time.Millisecond
 	n := lab.node(node)
 	n.onScriptWith("detached/pending", "'"+runsDir+"/"+name+"'", "pending\n", 0)
 	n.onScript("detached/start", "running\n", 0)

@@ -1,8 +1,8 @@
 package provider
 
-import "sync"
+import "context"
 
-// endpointHolders is taken by every step that changes which nodes can
+// holdingEndpoint runs f holding the run's endpoint lock, which is taken by every step that changes which nodes can
 // hold the endpoint's address (the vip layout's keepalived): the
 // upgrade's control-plane steps, which hand the VIP over and take it back,
 // and keepalived's starts, restarts and stops. Held one at a time, no
@@ -14,11 +14,9 @@ import "sync"
 // runs one provider process for all its resources, and ordering
 // keepalived's Service after the upgrade would make every control-plane
 // node's keepalived, and so the bootstrap, wait for every node's Host.
-var endpointHolders sync.Mutex
-
-// holdingEndpoint runs f with endpointHolders held.
-func holdingEndpoint(f func() error) error {
-	endpointHolders.Lock()
-	defer endpointHolders.Unlock()
+func holdingEndpoint(ctx context.Context, f func() error) error {
+	l := configOf(ctx).endpoint
+	l.Lock()
+	defer l.Unlock()
 	return f()
 }

@@ -24,6 +24,7 @@ func TestUpgradeStepHoldsTheEndpoint(t *testing.T) {
 	for _, c := range append(in.ControlPlanes, in.Workers...) {
 		u.conns[c.Node] = c
 	}
+	endpointHolders := l.config().endpoint
 	held := false
 	l.node("cp-2").onScriptWithFunc("detached/start", runsDir+"/"+aptRun, func(string) (ssh.Result, error) {
 		if endpointHolders.TryLock() {
@@ -51,6 +52,7 @@ func TestUpgradeStepHoldsTheEndpoint(t *testing.T) {
 func TestKeepalivedWaitsForTheEndpoint(t *testing.T) {
 	lab := newFakeLab(t)
 	ctx := lab.ctx()
+	endpointHolders := lab.config().endpoint
 	ka := serveUnit(lab.node("cp-2"), keepalived.Unit)
 	ka.enabled, ka.active = true, true
 	ct := serveUnit(lab.node("gpu-1"), "containerd")

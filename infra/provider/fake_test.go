@@ -18,7 +18,7 @@ import (
 )
 
 // fakeLab hands the steps fake nodes instead of SSH connections (through
-// withDialer). A stand-in for sshd only: the steps' commands are not run,
+// its configuration's dialer). A stand-in for sshd only: the steps' commands are not run,
 // they are recorded and answered from each test's script, so these tests
 // check what a step asks of a node and what it makes of the answers. The
 // end-to-end tests run the same steps against real nodes.
@@ -30,6 +30,8 @@ type fakeLab struct {
 	seq int
 	// mu serializes the nodes' answers: steps reach several nodes at once.
 	mu sync.Mutex
+	// cfg is the steps' configuration, as one provider process's.
+	cfg *Config
 }
 
 func newFakeLab(t *testing.T) *fakeLab {
@@ -45,7 +47,17 @@ func newFakeLab(t *testing.T) *fakeLab {
 }
 
 // ctx is what a step runs under to reach the lab's nodes.
-func (l *fakeLab) ctx() context.Context { return withDialer(context.Background(), l.dial) }
+func (l *fakeLab) ctx() context.Context { return withConfig(context.Background(), l.config()) }
+
+// config is the configuration the lab's steps run with: every step of a
+// test shares it, as every step of an up shares its provider's.
+func (l *fakeLab) config() *Config {
+	if l.cfg == nil {
+		c := newConfig(l.dial, realProbes)
+		l.cfg = &c
+	}
+	return l.cfg
+}
 
 // node is the lab's node of that name, made on first use.
 func (l *fakeLab) node(name string) *fakeNode {

@@ -102,7 +102,7 @@ func (File) Read(ctx context.Context, req infer.ReadRequest[FileArgs, FileState]
 	ctx = reading(ctx)
 	st, err := readNode(ctx, req.State.Connection, req.State, fileRead, func(c ssh.Executor) (FileState, error) {
 		st := req.State
-		live, ok, err := batchesOf(ctx).files.get(ctx, req.State.Connection, c, st.Path)
+		live, ok, err := configOf(ctx).batches.files.get(ctx, req.State.Connection, c, st.Path)
 		if err != nil {
 			return st, err
 		}
@@ -174,7 +174,7 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "removing "+path, path, err)
 	}
 	defer c.Close()
-	if keyMaterial(path) && !consented(node) {
+	if keyMaterial(path) && !consented(ctx, node) {
 		out, _, err := query(ctx, c, controlPlaneRuns())
 		if err != nil {
 			return infer.DeleteResponse{}, err

@@ -248,8 +248,8 @@ func TestFileDelete(t *testing.T) {
 		{"an unreachable node, consented", sysctlPath, true, unreachableErr("cp-1"), "cp-1", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(EnvAllowDestroy, tc.consent)
 			lab := newFakeLab(t)
+			lab.config().allowDestroy = nodeList(tc.consent)
 			cp1 := lab.node("cp-1")
 			cp1.put(tc.path, "secret", 0o600)
 			if tc.apiserver {
@@ -289,7 +289,8 @@ func TestFileReadsOfANodeShareOneCommand(t *testing.T) {
 	// machine; cp-2's single read once the window closed.
 	batches := newReadBatches()
 	batches.files.window, batches.files.max = 500*time.Millisecond, 4
-	ctx := context.WithValue(lab.ctx(), readBatchesKey{}, batches)
+	lab.config().batches = batches
+	ctx := lab.ctx()
 	cp1, cp2 := lab.node("cp-1"), lab.node("cp-2")
 	serveStat(cp1)
 	serveStat(cp2)

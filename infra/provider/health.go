@@ -58,7 +58,7 @@ type settle struct {
 // from its holder for keepalived's check interval; one that still serves
 // an old certificate after the reload grace is restarted, once.
 func waitHealthy(ctx context.Context, c ssh.Executor, in ControlPlaneAddressArgs, s settle) error {
-	pr := probesOf(ctx)
+	pr := configOf(ctx).probes
 	caPEM, err := c.Read(ctx, nodefacts.CACert)
 	if err != nil {
 		return err

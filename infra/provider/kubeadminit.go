@@ -157,7 +157,7 @@ func bootstrap(ctx context.Context, in KubeadmInitArgs, st *KubeadmInitState) er
 				}
 				break
 			}
-			if f.etcdData && !consented(node) {
+			if f.etcdData && !consented(ctx, node) {
 				return onlyCopyRefusal(node, "resetting the interrupted init",
 					"no other control-plane node serves the cluster, and no completion marker says the node was set up: an init that never finished, or a cluster built without homelab, which homelab adopt takes over")
 			}

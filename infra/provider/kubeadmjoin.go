@@ -191,7 +191,7 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 		if err != nil {
 			return fmt.Errorf("%s: %w", clNode, err)
 		}
-		if ready && !consented(node) {
+		if ready && !consented(ctx, node) {
 			return refused(node, "resetting the node", "reset a node whose Node is Ready though its kubeadm run never finished "+
 				"(its completion marker is missing): its pods are evicted and its state deleted. If it is fully set up, `homelab adopt` marks it instead")
 		}
@@ -204,7 +204,7 @@ func resetPartial(ctx context.Context, c ssh.Executor, in KubeadmJoinArgs) error
 		// Its data is kept by the live members when it is not theirs (a
 		// stale member, a learner's partial copy) or once its member is
 		// removed from them; as their only member, it is the only copy.
-		if err := removeOwnMember(ctx, in, f.etcdData && !consented(node)); err != nil {
+		if err := removeOwnMember(ctx, in, f.etcdData && !consented(ctx, node)); err != nil {
 			return fmt.Errorf("%s: not resetting it: %w", node, err)
 		}
 	}
@@ -342,7 +342,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	node := st.Connection.Node
 	c, err := dial(ctx, st.Connection)
 	if err != nil {
-		if !consented(node) {
+		if !consented(ctx, node) {
 			return infer.DeleteResponse{}, refused(node, "removing the node", fmt.Sprintf(
 				"forget a node it cannot reach (%v): its disk would keep %s, and the cluster no longer tracks it. Power it on so it can be reset, or wipe its disk",
 				err, leftovers(st.ControlPlane)))
@@ -354,7 +354,7 @@ func (KubeadmJoin) Delete(ctx context.Context, req infer.DeleteRequest[KubeadmJo
 	if err != nil {
 		return infer.DeleteResponse{}, err
 	}
-	if strings.TrimSpace(out) != nodefacts.StateNone && !consented(node) {
+	if strings.TrimSpace(out) != nodefacts.StateNone && !consented(ctx, node) {
 		what := "kubelet and pods"
 		if st.ControlPlane {
 			what = "control plane and etcd member"

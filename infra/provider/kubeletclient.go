@@ -304,7 +304,7 @@ func restartKubelet(ctx context.Context, c, cl ssh.Executor, clNode, node string
 	if _, err := mustFinish(ctx, c, node, "restarting the kubelet", unitScript("restart", "kubelet")); err != nil {
 		return err
 	}
-	pr := probesOf(ctx)
+	pr := configOf(ctx).probes
 	deadline := time.Now().Add(pr.timeout)
 	// Read once the old kubelet is gone: any later renewal is the new one's.
 	before, _, err := readLease(ctx, cl, clNode, node)

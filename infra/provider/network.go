@@ -230,7 +230,7 @@ type agentsArgs struct{ Kubectl, Namespace, DaemonSet string }
 // with cni: none there is no agent of ours to wait for. cl is a
 // control-plane node whose admin.conf the API answers to.
 func awaitJoinedNetwork(ctx context.Context, cl ssh.Executor, clNode, node string) error {
-	pr := probesOf(ctx)
+	pr := configOf(ctx).probes
 	deadline := time.Now().Add(pr.network)
 	if agents, err := runsAgents(ctx, cl, clNode); err != nil || !agents {
 		return err

@@ -162,7 +162,7 @@ func (NodeMeta) Read(ctx context.Context, req infer.ReadRequest[NodeMetaArgs, No
 	last.Via = currentVia(last.Via, req.Inputs.Via)
 	st, err := readNode(ctx, last.Via, last, nodeMetaRead, func(c ssh.Executor) (NodeMetaState, error) {
 		st := last
-		n, _, err := batchesOf(ctx).nodes.get(ctx, last.Via, c, st.Node)
+		n, _, err := configOf(ctx).batches.nodes.get(ctx, last.Via, c, st.Node)
 		if err != nil {
 			return st, unanswered(fmt.Errorf("%s: %w", last.Via.Node, err))
 		}

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -217,7 +216,8 @@ func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
 	lab := newFakeLab(t)
 	batches := newReadBatches()
 	batches.nodes.window, batches.nodes.max = 500*time.Millisecond, 3
-	ctx := context.WithValue(lab.ctx(), readBatchesKey{}, batches)
+	lab.config().batches = batches
+	ctx := lab.ctx()
 	cp1 := lab.node("cp-1")
 	cp1.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
 		var items []map[string]any

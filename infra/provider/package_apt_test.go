@@ -61,7 +61,8 @@ func newAptNode(t *testing.T) *aptNode {
 	// SDK's kubectl).
 	r.Forget(aptrepo.Names...)
 	n := &aptNode{root: r, rec: &recorder{Executor: r.Executor()}}
-	n.ctx = withDialer(t.Context(), func(context.Context, Connection) (ssh.Executor, error) { return n.rec, nil })
+	c := newConfig(func(context.Context, Connection) (ssh.Executor, error) { return n.rec, nil }, realProbes)
+	n.ctx = withConfig(t.Context(), &c)
 	return n
 }
 

@@ -107,7 +107,7 @@ func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath strin
 	if s := strings.TrimSpace(out); s != "" {
 		p.GetLogger(ctx).Infof("%s: %s", node, strings.ReplaceAll(s, "\n", "; "))
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probesOf(ctx).timeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), configOf(ctx).probes.timeout)
 	defer cancel()
 	readyz := scripts.Render("cluster/readyz", clusterArgs{Kubectl: kubectl})
 	for {
@@ -116,8 +116,8 @@ func repairBootstrap(ctx context.Context, c ssh.Executor, node, configPath strin
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("%s: repaired, but its API does not answer /readyz after %s: homelab doctor shows what is wrong; up again once it answers", node, probesOf(ctx).timeout)
-		case <-time.After(probesOf(ctx).poll):
+			return fmt.Errorf("%s: repaired, but its API does not answer /readyz after %s: homelab doctor shows what is wrong; up again once it answers", node, configOf(ctx).probes.timeout)
+		case <-time.After(configOf(ctx).probes.poll):
 		}
 	}
 }

@@ -62,7 +62,6 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 		{"an interrupted restore", []string{nodefacts.InitMarker, nodefacts.EtcdWALDir, nodefacts.RestoreAsideDir}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(EnvAllowDestroy, "")
 			lab, n := partialBootstrap(t, tc.present...)
 			n.onScriptFunc("bootstrap/repair", func(string) (ssh.Result, error) {
 				n.put(adminConf, "apiVersion: v1\nkind: Config\n", 0o600)
@@ -105,8 +104,8 @@ func TestBootstrapRepairsASetUpNode(t *testing.T) {
 func TestBootstrapResetOfEtcdDataNeedsConsent(t *testing.T) {
 	for _, allow := range []string{"", "cp-1"} {
 		t.Run("allow="+allow, func(t *testing.T) {
-			t.Setenv(EnvAllowDestroy, allow)
 			lab, n := partialBootstrap(t, nodefacts.EtcdWALDir)
+			lab.config().allowDestroy = nodeList(allow)
 			n.onScript("kubeadm/reset-keep-cas", asidePrefix+nodefacts.EtcdAsideDir+"/20260101T000000Z/member\n", 0)
 			n.onScript("detached/start", "started\n", 0)
 			n.onScript("detached/poll", "rc=0\n", 0)

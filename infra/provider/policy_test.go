@@ -139,7 +139,6 @@ func TestJoinDeleteNeedsConsent(t *testing.T) {
 		{"an unreachable worker", "", unreachableErr("gpu-1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(EnvAllowDestroy, "")
 			lab := newFakeLab(t)
 			n := lab.node("gpu-1")
 			n.dialErr = tc.dialErr
@@ -159,8 +158,8 @@ func TestJoinDeleteNeedsConsent(t *testing.T) {
 // A consented removal stops the node's kubelet once drained and before its
 // Node is deleted, so no kubelet registers it again; the reset comes last.
 func TestJoinDeleteStopsTheKubeletBeforeTheNode(t *testing.T) {
-	t.Setenv(EnvAllowDestroy, "gpu-1")
 	lab := newFakeLab(t)
+	lab.config().allowDestroy = "gpu-1"
 	n, cp := lab.node("gpu-1"), lab.node("cp-1")
 	st := KubeadmJoinState{KubeadmJoinArgs: KubeadmJoinArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1")}, Joined: true}
 	n.onScript("nodefacts/state", nodefacts.StateSetUp+"\n", 0)

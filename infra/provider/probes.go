@@ -13,8 +13,8 @@ import (
 )
 
 // probes is how a step asks a control-plane node's components whether
-// they serve, through the node's SSH connection. Steps take them from ctx
-// as they take their dialer, so that unit tests, whose fake nodes run no
+// they serve, through the node's SSH connection. Steps take them from their
+// Config as they take their dialer, so that unit tests, whose fake nodes run no
 // etcd or apiserver, hand them probes that answer for those nodes.
 type probes struct {
 	// etcd: is the node's etcd member healthy with a leader.
@@ -53,20 +53,6 @@ var realProbes = probes{
 	timeout:     4 * time.Minute,
 	network:     5 * time.Minute,
 	reloadGrace: 75 * time.Second,
-}
-
-type probesKey struct{}
-
-// withProbes makes every step under ctx ask its nodes' components through pr.
-func withProbes(ctx context.Context, pr probes) context.Context {
-	return context.WithValue(ctx, probesKey{}, pr)
-}
-
-func probesOf(ctx context.Context) probes {
-	if pr, ok := ctx.Value(probesKey{}).(probes); ok {
-		return pr
-	}
-	return realProbes
 }
 
 // componentHealthz asks a controller-manager's or scheduler's health

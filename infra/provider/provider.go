@@ -26,6 +26,7 @@ func New() (p.Provider, error) {
 		WithNamespace("homelab-dev").
 		WithDisplayName("homelab").
 		WithDescription("Converge homelab machines to a highly available Kubernetes cluster over SSH.").
+		WithConfig(infer.Config(&Config{})).
 		WithResources(
 			infer.Resource(&Host{}),
 			infer.Resource(&File{}),
@@ -62,8 +63,14 @@ type removable[I, O any] interface {
 	infer.CustomDelete[O]
 }
 
-// Each resource's shape, checked by the compiler.
+// Each resource's shape, checked by the compiler: a method whose signature
+// drifted would otherwise compile and silently fall back to infer's
+// default (for Read: no live state at all; for Configure: no consent ever
+// read).
 var (
+	_ infer.CustomConfigure = (*Config)(nil)
+	_ infer.Annotated       = (*Config)(nil)
+
 	// Host changes nothing on a node: there is nothing to undo.
 	_ resource[HostArgs, HostState] = (*Host)(nil)
 	// A departing control-plane node's member goes with its KubeadmJoin's

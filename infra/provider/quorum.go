@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -60,12 +59,6 @@ func removalProblem(members []memberHealth, id uint64) string {
 	return ""
 }
 
-// memberRemovals counts etcd member removals in this provider process,
-// which lives for one engine run: at most one per up, so a wrong
-// inventory can never walk etcd down member by member in one go (only a
-// destroy, consented for every node, removes them all).
-var memberRemovals atomic.Int32
-
 // readMembers lists the members, with their health when asked (each asked
 // at its own client URL, through whatever dialer cli uses: the SSH
 // tunnel).
@@ -112,7 +105,7 @@ func removeMember(ctx context.Context, cli *clientv3.Client, tunnel ssh.Executor
 	if who == "" {
 		who = m.PeerURL
 	}
-	if m.Started && !consented(m.Name) && !(replacing && !m.Healthy) {
+	if m.Started && !consented(ctx, m.Name) && !(replacing && !m.Healthy) {
 		state := "a started"
 		if m.Healthy {
 			state = "a healthy"
@@ -122,19 +115,21 @@ func removeMember(ctx context.Context, cli *clientv3.Client, tunnel ssh.Executor
 	if problem := removalProblem(members, m.ID); problem != "" {
 		return fmt.Errorf("refusing to remove etcd member %s: %s", who, problem)
 	}
-	// Consent for every node (destroy) is consent to take etcd down
-	// member by member; quorum still holds at every step.
-	if n := memberRemovals.Add(1); n > 1 && !consented("*") {
-		memberRemovals.Add(-1)
+	// At most one removal per up, so a wrong inventory can never walk
+	// etcd down member by member in one go. Consent for every node
+	// (destroy) is consent to do that; quorum still holds at every step.
+	removals := configOf(ctx).memberRemovals
+	if n := removals.Add(1); n > 1 && !consented(ctx, "*") {
+		removals.Add(-1)
 		return fmt.Errorf("etcd member %s is left in place: one member change per up keeps etcd's quorum safe; run up again to remove it", who)
 	}
 	p.GetLogger(ctx).Warningf("removing etcd member %s (%s)", who, m.PeerURL)
 	if err := tunnel.Note(fmt.Sprintf("etcd member remove %x %s (%s)", m.ID, m.Name, m.PeerURL)); err != nil {
-		memberRemovals.Add(-1)
+		removals.Add(-1)
 		return err
 	}
 	if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
-		memberRemovals.Add(-1)
+		removals.Add(-1)
 		return fmt.Errorf("removing etcd member %s: %w", who, err)
 	}
 	return nil

@@ -34,22 +34,7 @@ func TestRemovalProblem(t *testing.T) {
 	}
 }
 
-func TestConsent(t *testing.T) {
-	for _, c := range []struct {
-		env, node string
-		want      bool
-	}{
-		{"", "cp-3", false},
-		{"cp-3", "cp-3", true},
-		{"cp-2, cp-3", "cp-3", true},
-		{"cp-3", "cp-30", false},
-		{"*", "gpu-1", true},
-	} {
-		t.Setenv(EnvAllowDestroy, c.env)
-		if got := consented(c.node); got != c.want {
-			t.Errorf("%s=%q: consented(%s) = %v", EnvAllowDestroy, c.env, c.node, got)
-		}
-	}
+func TestRefusalSaysHowToConsent(t *testing.T) {
 	err := refused("cp-3", "resetting the node", "lose its etcd member")
 	for _, want := range []string{RefusedMarker, "cp-3", "--allow-destroy cp-3", EnvAllowDestroy + "=cp-3"} {
 		if !strings.Contains(err.Error(), want) {

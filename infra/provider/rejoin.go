@@ -46,7 +46,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 		return fmt.Errorf("%s: reading Node %s through the API failed (exit %d)", clNode, node, code)
 	}
 	if found, ready, _ := strings.Cut(strings.TrimSpace(out), " "); found != "" {
-		if ready == "True" && !consented(node) {
+		if ready == "True" && !consented(ctx, node) {
 			// A Node stays Ready for the node-monitor grace period after its
 			// machine went; whether a kubelet still runs under the name is
 			// told by its Lease, renewed every quarter of its duration.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -32,18 +31,7 @@ const EnvRenewCertificates = envvars.RenewCertificates
 
 // renewalAsked reports whether this run asks for node's certificates to
 // be renewed whatever their dates.
-func renewalAsked(node string) bool { return listed(os.Getenv(EnvRenewCertificates), node) }
-
-// listed reports whether a comma-separated list of nodes names node, or
-// every node (*).
-func listed(list, node string) bool {
-	for _, n := range strings.Split(list, ",") {
-		if n = strings.TrimSpace(n); n == "*" || n == node {
-			return true
-		}
-	}
-	return false
-}
+func renewalAsked(ctx context.Context, node string) bool { return configOf(ctx).renew.has(node) }
 
 // renewal is one certificate up issues again on a node, and why.
 type renewal struct {

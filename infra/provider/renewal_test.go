@@ -60,15 +60,6 @@ func TestRenewalsDue(t *testing.T) {
 	}
 }
 
-func TestRenewalAsked(t *testing.T) {
-	for list, want := range map[string]bool{"": false, "cp-2": false, "cp-1": true, "cp-2, cp-1": true, "*": true, "cp-10": false} {
-		t.Setenv(EnvRenewCertificates, list)
-		if got := renewalAsked("cp-1"); got != want {
-			t.Errorf("%s=%q: cp-1 asked %v, want %v", EnvRenewCertificates, list, got, want)
-		}
-	}
-}
-
 // fakePKI is a control-plane node's kubeadm certificates as the fake
 // node's kubeadm issues and its components serve them: the expiry and
 // SAN probes read them, `kubeadm init phase certs` and `kubeadm certs
@@ -276,7 +267,6 @@ type renewalLab struct {
 }
 
 func newRenewalLab(t *testing.T, notAfter map[string]time.Time) *renewalLab {
-	t.Setenv(EnvRenewCertificates, "")
 	lab := newFakeLab(t)
 	n := lab.node("cp-1")
 	pki := newFakePKI(t, n, notAfter)
@@ -417,11 +407,11 @@ func TestStaleServedCertificateRestartsItsPod(t *testing.T) {
 func TestRenewalAskedFor(t *testing.T) {
 	l := newRenewalLab(t, nil)
 	st := l.refreshed(t)
-	t.Setenv(EnvRenewCertificates, "cp-2")
+	configOf(l.ctx).renew = "cp-2"
 	if keys := l.diff(t, st); len(keys) > 0 {
 		t.Errorf("asked for cp-2, cp-1's preview shows %v", keys)
 	}
-	t.Setenv(EnvRenewCertificates, "cp-2,cp-1")
+	configOf(l.ctx).renew = "cp-2,cp-1"
 	keys := l.diff(t, st)
 	if len(keys) != len(nodefacts.Renewables) {
 		t.Errorf("preview shows %v", keys)

@@ -59,7 +59,7 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	if restart {
 		verb = "restart"
 	}
-	return movingEndpoint(in.Name, func() error {
+	return movingEndpoint(ctx, in.Name, func() error {
 		_, err := must(ctx, c, node, verb+"ing "+in.Name, unitScript(verb, in.Name))
 		return err
 	})
@@ -73,13 +73,13 @@ func unitScript(name, unit string) scripts.Script {
 	return scripts.Render("systemd/"+name, unitArgs{Unit: unit})
 }
 
-// movingEndpoint runs f, which starts or stops the unit, holding
-// endpointHolders when the unit is keepalived.
-func movingEndpoint(unit string, f func() error) error {
+// movingEndpoint runs f, which starts or stops the unit, holding the
+// endpoint lock when the unit is keepalived.
+func movingEndpoint(ctx context.Context, unit string, f func() error) error {
 	if unit != keepalived.Unit {
 		return f()
 	}
-	return holdingEndpoint(f)
+	return holdingEndpoint(ctx, f)
 }
 
 // serviceRead: a unit on a node refusing the key reads as stopped, so the
@@ -155,7 +155,7 @@ func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]
 		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "stopping "+req.State.Name, req.State.Name+" enabled and running", err)
 	}
 	defer c.Close()
-	return infer.DeleteResponse{}, movingEndpoint(req.State.Name, func() error {
+	return infer.DeleteResponse{}, movingEndpoint(ctx, req.State.Name, func() error {
 		_, err := must(ctx, c, node, "stopping "+req.State.Name, unitScript("disable", req.State.Name))
 		return err
 	})

@@ -176,7 +176,7 @@ func TestServiceDeleteUnreachable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), RefusedMarker) {
 		t.Errorf("without consent: %v", err)
 	}
-	t.Setenv(EnvAllowDestroy, "gpu-3")
+	lab.config().allowDestroy = "gpu-3"
 	if _, err := (Service{}).Delete(lab.ctx(), infer.DeleteRequest[ServiceState]{ID: "id", State: st}); err != nil {
 		t.Errorf("with consent: %v", err)
 	}

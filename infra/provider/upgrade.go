@@ -113,24 +113,13 @@ func (u *KubernetesUpgrade) Annotate(a infer.Annotator) {
 	a.SetToken("index", "KubernetesUpgrade")
 }
 
-// upgradeWithout is the nodes this run leaves out.
-func upgradeWithout() []string {
-	var out []string
-	for _, n := range strings.Split(os.Getenv(EnvUpgradeWithout), ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 func (in KubernetesUpgradeArgs) conns() []Connection {
 	return append(append([]Connection{}, in.ControlPlanes...), in.Workers...)
 }
 
 // planOf plans from the state's versions; unread nodes say why.
-func planOf(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) (upgradeplan.Plan, error) {
-	return planWithout(in, live, unread, clusterVersion, upgradeWithout())
+func planOf(ctx context.Context, in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) (upgradeplan.Plan, error) {
+	return planWithout(in, live, unread, clusterVersion, configOf(ctx).upgradeWithout)
 }
 
 func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string, without []string) (upgradeplan.Plan, error) {
@@ -151,15 +140,15 @@ func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread 
 
 // upgradeChanges: a declared version other than the one the last run
 // reached, or nodes the last read found behind it (one left out earlier,
-// now back). Which nodes, how many at once and through which node are
-// means, never a change.
-func upgradeChanges(in KubernetesUpgradeArgs, st KubernetesUpgradeState) changeSet {
+// now back), leaving out the nodes this run leaves out. Which nodes, how
+// many at once and through which node are means, never a change.
+func upgradeChanges(in KubernetesUpgradeArgs, st KubernetesUpgradeState, without []string) changeSet {
 	d := changeSet{}
 	if in.Target != st.Reached {
 		d.update("kubernetesVersion")
 		return d
 	}
-	if plan, err := planOf(in, st.Live, nil, st.ClusterVersion); err != nil || !plan.Empty() {
+	if plan, err := planWithout(in, st.Live, nil, st.ClusterVersion, without); err != nil || !plan.Empty() {
 		d.update("kubernetesVersion")
 	}
 	return d
@@ -168,7 +157,7 @@ func upgradeChanges(in KubernetesUpgradeArgs, st KubernetesUpgradeState) changeS
 // Diff says what the upgrade will run, from the nodes' versions as last
 // read (a refresh reads them again), as the preview shows it.
 func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]) (infer.DiffResponse, error) {
-	d := upgradeChanges(req.Inputs, req.State)
+	d := upgradeChanges(req.Inputs, req.State, configOf(ctx).upgradeWithout)
 	if len(d) > 0 {
 		live, unread, cv := req.State.Live, map[string]string(nil), req.State.ClusterVersion
 		if !anyJoined(live) {
@@ -186,7 +175,7 @@ func (KubernetesUpgrade) Diff(ctx context.Context, req infer.DiffRequest[Kuberne
 
 // say logs the plan, or why up would refuse it.
 func say(ctx context.Context, in KubernetesUpgradeArgs, live map[string]NodeVersions, unread map[string]string, clusterVersion string) {
-	p.GetLogger(ctx).Warning(planText(in, live, unread, clusterVersion, upgradeWithout()))
+	p.GetLogger(ctx).Warning(planText(in, live, unread, clusterVersion, configOf(ctx).upgradeWithout))
 }
 
 // UpgradeSays marks the line Diff logs for a planned upgrade: the
@@ -283,7 +272,7 @@ func look(ctx context.Context, in KubernetesUpgradeArgs) {
 		p.GetLogger(ctx).Warningf("the upgrade to %s cannot be planned yet: %v", in.Target, err)
 		return
 	}
-	if plan, err := planOf(in, live, unread, cv); err != nil || !plan.Empty() {
+	if plan, err := planOf(ctx, in, live, unread, cv); err != nil || !plan.Empty() {
 		say(ctx, in, live, unread, cv)
 	}
 }
@@ -353,13 +342,13 @@ func runUpgrade(ctx context.Context, in KubernetesUpgradeArgs) (KubernetesUpgrad
 		// kubeadm-config matters only to an upgrade that is due: with
 		// every member at the target there is none (an API down for
 		// another reason is the revival's, later in this up).
-		if plan, perr := planOf(in, live, unread, in.Target); perr == nil && plan.Empty() {
+		if plan, perr := planOf(ctx, in, live, unread, in.Target); perr == nil && plan.Empty() {
 			st.Reached = in.Target
 			return st, nil
 		}
 		return st, err
 	}
-	plan, err := planOf(in, live, unread, cv)
+	plan, err := planOf(ctx, in, live, unread, cv)
 	if err != nil {
 		return st, fmt.Errorf("refusing to upgrade to %s; nothing was changed: %w", in.Target, err)
 	}
@@ -456,7 +445,7 @@ func (u *upgrader) preflight(ctx context.Context) error {
 		}
 		err := u.on(ctx, c.Node, func(ex ssh.Executor) error {
 			// A check, not a wait: a node unhealthy now is named at once.
-			pr := probesOf(ctx)
+			pr := configOf(ctx).probes
 			pr.timeout = 20 * time.Second
 			if err := u.healthy(withProbes(ctx, pr), ex, c.Node, false); err != nil {
 				return err
@@ -620,7 +609,7 @@ func (u *upgrader) step(ctx context.Context, s upgradeplan.Step) error {
 		node := s.Nodes[0]
 		// The whole step, not only the hand-over: kubeadm restarts the
 		// node's apiserver and the health check reads through the endpoint.
-		return holdingEndpoint(func() error { return u.controlPlaneStep(ctx, s, node) })
+		return holdingEndpoint(ctx, func() error { return u.controlPlaneStep(ctx, s, node) })
 	case upgradeplan.Kubelet:
 		return u.kubelet(ctx, s.Nodes[0], false)
 	default:
@@ -715,7 +704,7 @@ func (u *upgrader) healthy(ctx context.Context, ex ssh.Executor, node string, up
 	a := ControlPlaneAddressArgs{Connection: u.conns[node], Address: u.conns[node].Host, Port: u.in.Port, Endpoint: u.in.Endpoint}
 	if upgraded {
 		server := "https://" + strings.TrimSuffix(a.Address, ".") + ":" + fmt.Sprint(a.port())
-		deadline := time.Now().Add(probesOf(ctx).timeout)
+		deadline := time.Now().Add(configOf(ctx).probes.timeout)
 		for {
 			out, err := queryAPI(ctx, ex, scripts.Render("upgrade/version-at", struct{ Kubectl, Server string }{kubectl, server}))
 			if err == nil && strings.Contains(strings.ReplaceAll(out, " ", ""), `"gitVersion":"`+u.in.Target+`"`) {
@@ -727,7 +716,7 @@ func (u *upgrader) healthy(ctx context.Context, ex ssh.Executor, node string, up
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(probesOf(ctx).poll):
+			case <-time.After(configOf(ctx).probes.poll):
 			}
 		}
 	}
@@ -817,7 +806,7 @@ func (u *upgrader) drain(ctx context.Context, api ssh.Executor, via, node string
 
 // readyAt waits for the Node to be Ready with its kubelet at the target.
 func (u *upgrader) readyAt(ctx context.Context, api ssh.Executor, node string) error {
-	deadline := time.Now().Add(probesOf(ctx).timeout)
+	deadline := time.Now().Add(configOf(ctx).probes.timeout)
 	for {
 		out, _, err := query(ctx, api, scripts.Render("upgrade/node-ready", clusterArgs{Kubectl: kubectl, Node: node}))
 		if err == nil && strings.TrimSpace(out) == u.in.Target+" True" {
@@ -829,7 +818,7 @@ func (u *upgrader) readyAt(ctx context.Context, api ssh.Executor, node string) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(probesOf(ctx).poll):
+		case <-time.After(configOf(ctx).probes.poll):
 		}
 	}
 }

@@ -59,7 +59,7 @@ func TestUpgradeChanges(t *testing.T) {
 	} {
 		st := tc.st
 		st.KubernetesUpgradeArgs = in
-		if got := upgradeChanges(in, st).has("kubernetesVersion"); got != tc.want {
+		if got := upgradeChanges(in, st, nil).has("kubernetesVersion"); got != tc.want {
 			t.Errorf("%s: change %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -89,7 +89,7 @@ func TestUpgradeReadOfNoNode(t *testing.T) {
 	if res.State.ClusterVersion != "v1.34.4" {
 		t.Errorf("kubeadm-config's version after reading no node: %q, want the state's v1.34.4", res.State.ClusterVersion)
 	}
-	if upgradeChanges(in, res.State).has("kubernetesVersion") {
+	if upgradeChanges(in, res.State, nil).has("kubernetesVersion") {
 		t.Error("a cluster at its target, no node read, plans an upgrade")
 	}
 }
@@ -170,12 +170,12 @@ func TestUpgradeLeftOutNode(t *testing.T) {
 	l, in := upgradeLab(t, "v1.34.4")
 	in.Target = "v1.35.4"
 	l.node("cp-3").dialErr = unreachableErr("cp-3")
-	t.Setenv(EnvUpgradeWithout, "cp-3")
+	l.config().upgradeWithout = []string{"cp-3"}
 	live, unread, cv, err := survey(l.ctx(), in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := planOf(in, live, unread, cv)
+	plan, err := planOf(l.ctx(), in, live, unread, cv)
 	if err != nil {
 		t.Fatal(err)
 	}
