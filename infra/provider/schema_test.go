@@ -48,19 +48,18 @@ func registered(t *testing.T) []string {
 	return out
 }
 
-// Every registered resource has its methods asserted in schema.go: a Read
-// or Diff whose signature drifted would compile and fall back to infer's
-// default without them.
+// Every registered resource has its shape asserted in provider.go (the
+// resource interface: Create, Read, Diff, Update, Annotate): a Read or
+// Diff whose signature drifted would compile and fall back to infer's
+// default without it.
 func TestEveryResourceAssertsItsMethods(t *testing.T) {
-	src, err := os.ReadFile("schema.go")
+	src, err := os.ReadFile("provider.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range registered(t) {
-		for _, m := range []string{"CustomCreate", "CustomRead", "CustomDiff", "CustomUpdate"} {
-			if !regexp.MustCompile(`infer\.` + m + `\[[^\]]*\]\s*=\s*` + r + `\{\}`).Match(src) {
-				t.Errorf("schema.go does not assert %s's %s", r, m)
-			}
+		if !regexp.MustCompile(`_ (resource|removable)\[\w+, \w+\]\s*=\s*\(\*` + r + `\)\(nil\)`).Match(src) {
+			t.Errorf("provider.go does not assert %s's shape", r)
 		}
 	}
 }
