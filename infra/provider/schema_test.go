@@ -64,6 +64,22 @@ func TestEveryResourceAssertsItsMethods(t *testing.T) {
 	}
 }
 
+// A resource lives in the file named after it (KubeadmJoin in
+// kubeadmjoin.go), so a newcomer finds it from the name alone.
+func TestEveryResourceHasItsFile(t *testing.T) {
+	for _, r := range registered(t) {
+		file := strings.ToLower(r) + ".go"
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("%s: %v", r, err)
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^type ` + r + ` struct`).Match(src) {
+			t.Errorf("%s does not declare type %s", file, r)
+		}
+	}
+}
+
 func checkNames(t *testing.T, ty reflect.Type) {
 	for i := range ty.NumField() {
 		f := ty.Field(i)
