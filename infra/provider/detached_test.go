@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A detached run's output holds what kubeadm and apt print (join

@@ -15,8 +15,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // refresh is a Read as a refresh runs it.

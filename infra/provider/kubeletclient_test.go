@@ -28,10 +28,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // kubeletCA issues kubelet client certificates as the cluster's signer

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // A node that joined a cluster whose pod network runs is waited for until

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // fakeNodeObject emulates the API's Node object of one node, as kubectl on

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // partialBootstrap is a single control-plane cluster's only node, read as

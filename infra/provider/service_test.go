@@ -8,8 +8,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // fakeUnit emulates systemctl for one unit on a node: enable, start,

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/homelab-dev/homelab/roles/shell"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 )
 
 //go:embed */*.sh

@@ -31,7 +31,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
-	"github.com/homelab-dev/homelab/roles/shell"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 )
 
 // Target is one machine to connect to.

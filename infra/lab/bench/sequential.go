@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // phase is one timed part of the sequential script.

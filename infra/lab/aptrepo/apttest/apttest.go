@@ -24,8 +24,8 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
 	"github.com/homelab-dev/homelab/infra/netns"
+	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
-	"github.com/homelab-dev/homelab/roles/shell"
 )
 
 // setup runs as the namespaces' first process: overlays on the
