@@ -31,7 +31,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/envvars"
 	"github.com/homelab-dev/homelab/infra/netns"
-	"github.com/homelab-dev/homelab/infra/scripts/shell"
+	"github.com/homelab-dev/homelab/infra/scripts"
 )
 
 // Target is one machine to connect to.
@@ -592,13 +592,19 @@ func (c *Client) killGroup(pid int, giveUp <-chan time.Time) {
 		defer sess.Close()
 		// A late session must not kill: by now the PID may be reused.
 		if ctx.Err() == nil {
-			_ = sess.Run(fmt.Sprintf("kill -KILL -- -%d 2>/dev/null", pid))
+			_ = sess.Run(killGroupScript(pid).String())
 		}
 	}()
 	select {
 	case <-killed:
 	case <-giveUp:
 	}
+}
+
+type killArgs struct{ PID int }
+
+func killGroupScript(pid int) scripts.Script {
+	return scripts.Render("transport/kill-group", killArgs{PID: pid})
 }
 
 // output collects a session's stdout and stderr. It is locked because the
@@ -718,9 +724,8 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 	dir := path.Dir(p)
 	tmp := path.Join(dir, "."+path.Base(p)+".homelab-"+hex.EncodeToString(suffix[:]))
 
-	prepare := fmt.Sprintf("mkdir -p -- %s && if [ -d %s ]; then echo %s >&2; exit 1; fi",
-		shell.Quote(dir), shell.Quote(p), shell.Quote(p+" is a directory"))
-	if err := c.must(ctx, "upload "+p, prepare); err != nil {
+	prepare := uploadPrepare(p)
+	if err := c.must(ctx, "upload "+p, prepare.String()); err != nil {
 		return err
 	}
 	sc, _ := scp.NewClientBySSH(c.conn) // never Closed: that would close c.conn
@@ -738,9 +743,8 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 		c.removeAfter(ctx, tmp)
 		return fmt.Errorf("ssh %s: upload %s: %w", c.node, p, err)
 	}
-	finish := fmt.Sprintf("chmod %04o %s && mv -f -- %s %s || { rm -f -- %s; exit 1; }",
-		modeBits(mode), shell.Quote(tmp), shell.Quote(tmp), shell.Quote(p), shell.Quote(tmp))
-	if err := c.must(ctx, "upload "+p, finish); err != nil {
+	finish := uploadFinish(p, tmp, mode)
+	if err := c.must(ctx, "upload "+p, finish.String()); err != nil {
 		c.removeAfter(ctx, tmp)
 		return err
 	}
@@ -752,7 +756,23 @@ func (c *Client) Upload(ctx context.Context, p string, content []byte, mode os.F
 func (c *Client) removeAfter(ctx context.Context, tmp string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	c.exec(ctx, "rm -f -- "+shell.Quote(tmp), nil)
+	c.exec(ctx, uploadDiscard(tmp).String(), nil)
+}
+
+// uploadArgs are the upload scripts' values: the file's directory, path,
+// temporary name and mode bits (octal).
+type uploadArgs struct{ Dir, Path, Tmp, Mode string }
+
+func uploadPrepare(p string) scripts.Script {
+	return scripts.Render("transport/upload-prepare", uploadArgs{Dir: path.Dir(p), Path: p})
+}
+
+func uploadFinish(p, tmp string, mode os.FileMode) scripts.Script {
+	return scripts.Render("transport/upload-finish", uploadArgs{Path: p, Tmp: tmp, Mode: fmt.Sprintf("%04o", modeBits(mode))})
+}
+
+func uploadDiscard(tmp string) scripts.Script {
+	return scripts.Render("transport/upload-discard", uploadArgs{Tmp: tmp})
 }
 
 // must runs an internal step of a recorded action; a non-zero exit is an
@@ -786,6 +806,15 @@ func modeBits(m os.FileMode) uint32 {
 // itself only ever exits 0 or 1.
 const notExistStatus = 44
 
+type readArgs struct {
+	Path    string
+	Missing int
+}
+
+func readScript(p string) scripts.Script {
+	return scripts.Render("transport/read", readArgs{Path: p, Missing: notExistStatus})
+}
+
 // Read implements Executor.
 func (c *Client) Read(ctx context.Context, p string) ([]byte, error) {
 	if err := checkPath(p); err != nil {
@@ -794,8 +823,7 @@ func (c *Client) Read(ctx context.Context, p string) ([]byte, error) {
 	if err := c.record("read", false, p); err != nil {
 		return nil, err
 	}
-	q := shell.Quote(p)
-	res, err := c.exec(ctx, fmt.Sprintf("if [ ! -e %s ]; then exit %d; fi; exec cat -- %s", q, notExistStatus, q), nil)
+	res, err := c.exec(ctx, readScript(p).String(), nil)
 	if err != nil {
 		return nil, err
 	}

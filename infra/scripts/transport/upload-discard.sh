@@ -1,0 +1,2 @@
+# Removes an upload's temporary file .Tmp left by an interrupted upload.
+rm -f -- {{q .Tmp}}
