@@ -188,6 +188,23 @@ func TestREADMEPulumiPath(t *testing.T) {
 	c.noMutations("the outside inventory's preview")
 
 	c.noSecretsLeaked(l, work)
+	// The lab's namespaces have no way out: a command that reached for
+	// the network (the language host's module listing, before setup.sh
+	// downloaded every module) printed a failure per module it missed.
+	if out := c.outputs.String(); strings.Contains(out, "network is unreachable") {
+		t.Errorf("a command reached for the network from the lab:\n%s", grepLines(out, "network is unreachable", 5))
+	}
+}
+
+// grepLines is up to n lines of s holding sub.
+func grepLines(s, sub string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // badConfigIsRefused: each config mistake a newcomer makes is named, with
