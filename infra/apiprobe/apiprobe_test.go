@@ -2,14 +2,9 @@ package apiprobe
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,52 +13,20 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newCA(t *testing.T) ca {
+// serving is an apiserver's serving certificate for dns and ips, signed
+// by c.
+func serving(t *testing.T, c *pkitest.CA, dns []string, ips ...net.IP) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return ca{cert, key, pool}
-}
-
-func (c ca) serving(t *testing.T, dns []string, ips ...net.IP) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, DNSNames: dns, IPAddresses: ips}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return c.TLS(t, pkitest.Leaf{CN: "kube-apiserver", DNS: dns, IPs: ips, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 }
 
 // apiserver serves /readyz on loopback with a certificate for cp-1 and
 // 127.0.0.1, answering status (and counting the connections it accepts).
-func apiserver(t *testing.T, c ca, status *atomic.Int32, conns *atomic.Int32) string {
+func apiserver(t *testing.T, c *pkitest.CA, status *atomic.Int32, conns *atomic.Int32) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/readyz" {
@@ -76,7 +39,7 @@ func apiserver(t *testing.T, c ca, status *atomic.Int32, conns *atomic.Int32) st
 		}
 		_, _ = w.Write([]byte("ok"))
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{c.serving(t, []string{"cp-1"}, net.IPv4(127, 0, 0, 1))}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{serving(t, c, []string{"cp-1"}, net.IPv4(127, 0, 0, 1))}}
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -88,7 +51,7 @@ func apiserver(t *testing.T, c ca, status *atomic.Int32, conns *atomic.Int32) st
 }
 
 func TestReadyz(t *testing.T) {
-	cluster, other := newCA(t), newCA(t)
+	cluster, other := pkitest.NewCA(t, "kubernetes"), pkitest.NewCA(t, "kubernetes")
 	var status, conns atomic.Int32
 	status.Store(http.StatusOK)
 	addr := apiserver(t, cluster, &status, &conns)
@@ -106,10 +69,10 @@ func TestReadyz(t *testing.T) {
 		ok     bool
 		status int
 	}{
-		{"the address, verified for itself", Readyz{CA: cluster.pool}, addr, true, 0},
-		{"a name it has, dialled elsewhere", Readyz{CA: cluster.pool, ServerName: "cp-1", Dial: toServer}, net.JoinHostPort("cp-1", port), true, 0},
-		{"a name it lacks (the seed's moved node)", Readyz{CA: cluster.pool, ServerName: "10.0.0.140", Dial: toServer}, addr, false, 0},
-		{"another cluster's CA", Readyz{CA: other.pool}, addr, false, 0},
+		{"the address, verified for itself", Readyz{CA: cluster.Pool()}, addr, true, 0},
+		{"a name it has, dialled elsewhere", Readyz{CA: cluster.Pool(), ServerName: "cp-1", Dial: toServer}, net.JoinHostPort("cp-1", port), true, 0},
+		{"a name it lacks (the seed's moved node)", Readyz{CA: cluster.Pool(), ServerName: "10.0.0.140", Dial: toServer}, addr, false, 0},
+		{"another cluster's CA", Readyz{CA: other.Pool()}, addr, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.probe.Check(ctx, tc.addr)
@@ -124,7 +87,7 @@ func TestReadyz(t *testing.T) {
 	}
 
 	status.Store(http.StatusInternalServerError)
-	err := Readyz{CA: cluster.pool}.Check(ctx, addr)
+	err := Readyz{CA: cluster.Pool()}.Check(ctx, addr)
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusInternalServerError || !strings.Contains(se.Body, "etcd failed") {
 		t.Errorf("not ready: %v", err)
@@ -132,7 +95,7 @@ func TestReadyz(t *testing.T) {
 
 	status.Store(http.StatusOK)
 	before := conns.Load()
-	p := Readyz{CA: cluster.pool}
+	p := Readyz{CA: cluster.Pool()}
 	for range 3 {
 		if err := p.Check(ctx, addr); err != nil {
 			t.Fatal(err)
@@ -163,14 +126,14 @@ func TestReadyzTimeout(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	err = Readyz{CA: newCA(t).pool, Timeout: 200 * time.Millisecond}.Check(context.Background(), l.Addr().String())
+	err = Readyz{CA: pkitest.NewCA(t, "kubernetes").Pool(), Timeout: 200 * time.Millisecond}.Check(context.Background(), l.Addr().String())
 	if err == nil || time.Since(start) > 5*time.Second {
 		t.Errorf("a silent server: %v after %v", err, time.Since(start))
 	}
 }
 
 func TestServedCertificate(t *testing.T) {
-	cluster := newCA(t)
+	cluster := pkitest.NewCA(t, "kubernetes")
 	var status, conns atomic.Int32
 	status.Store(http.StatusOK)
 	addr := apiserver(t, cluster, &status, &conns)
@@ -195,11 +158,11 @@ func TestServedCertificate(t *testing.T) {
 // etcd requires a client certificate: with TLS 1.2 the handshake fails
 // once the server has shown its own, which is still the answer.
 func TestServedCertificateRequiringAClientCertificate(t *testing.T) {
-	cluster := newCA(t)
+	cluster := pkitest.NewCA(t, "kubernetes")
 	for _, maxVersion := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-			Certificates: []tls.Certificate{cluster.serving(t, []string{"etcd-1"})},
-			ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: cluster.pool, MaxVersion: maxVersion})
+			Certificates: []tls.Certificate{serving(t, cluster, []string{"etcd-1"})},
+			ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: cluster.Pool(), MaxVersion: maxVersion})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,15 +2,9 @@ package doctor
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -25,45 +19,14 @@ import (
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) testCA {
+// issue returns a PEM certificate and its key, signed by ca, for serving
+// and client auth (etcd's peer certificate is both) on loopback.
+func issue(t *testing.T, ca *pkitest.CA, cn string, notAfter time.Time) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return testCA{cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a PEM certificate and its key, signed by c, for serving
-// and client auth (etcd's peer certificate is both), with a random serial
-// as kubeadm's.
-func (c testCA) issue(t *testing.T, cn string, notAfter time.Time) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return ca.Issue(t, pkitest.Leaf{CN: cn, NotAfter: notAfter, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
 }
 
 func parsed(t *testing.T, certPEM []byte) *x509.Certificate {
@@ -76,11 +39,11 @@ func parsed(t *testing.T, certPEM []byte) *x509.Certificate {
 }
 
 func TestServedVerdict(t *testing.T) {
-	ca := newTestCA(t)
+	ca := pkitest.NewCA(t, "etcd-ca")
 	until := time.Now().Add(time.Hour).Truncate(time.Second)
-	oldPEM, _ := ca.issue(t, "kube-apiserver", until)
-	renewedPEM, _ := ca.issue(t, "kube-apiserver", until.Add(8760*time.Hour))
-	twinPEM, _ := ca.issue(t, "kube-apiserver", until) // renewed the same second
+	oldPEM, _ := issue(t, ca, "kube-apiserver", until)
+	renewedPEM, _ := issue(t, ca, "kube-apiserver", until.Add(8760*time.Hour))
+	twinPEM, _ := issue(t, ca, "kube-apiserver", until) // renewed the same second
 	old, renewed, twin := parsed(t, oldPEM), parsed(t, renewedPEM), parsed(t, twinPEM)
 	path := nodefacts.PKIFile(nodefacts.APIServerCert)
 	for _, tc := range []struct {
@@ -177,10 +140,10 @@ func rows(r *Report, check string) map[string]Finding {
 // reports it).
 func TestCheckServedAgainstTLSListener(t *testing.T) {
 	ctx := context.Background()
-	ca := newTestCA(t)
+	ca := pkitest.NewCA(t, "etcd-ca")
 	api := nodefacts.PKIFile(nodefacts.APIServerCert)
-	oldCrt, oldKey := ca.issue(t, "kube-apiserver", time.Now().Add(time.Hour))
-	newCrt, newKey := ca.issue(t, "kube-apiserver", time.Now().Add(8760*time.Hour))
+	oldCrt, oldKey := issue(t, ca, "kube-apiserver", time.Now().Add(time.Hour))
+	newCrt, newKey := issue(t, ca, "kube-apiserver", time.Now().Add(8760*time.Hour))
 	var current atomic.Pointer[tls.Certificate]
 	current.Store(pair(t, oldCrt, oldKey))
 	at := serveTLS(t, &current)
@@ -240,9 +203,9 @@ func TestCheckServedAgainstTLSListener(t *testing.T) {
 // whose files were not read gets no row.
 func TestCheckServedEtcdPorts(t *testing.T) {
 	ctx := context.Background()
-	ca := newTestCA(t)
-	crt, key := ca.issue(t, "cp-1", time.Now().Add(time.Hour))
-	peer, _ := ca.issue(t, "cp-1", time.Now().Add(time.Hour))
+	ca := pkitest.NewCA(t, "etcd-ca")
+	crt, key := issue(t, ca, "cp-1", time.Now().Add(time.Hour))
+	peer, _ := issue(t, ca, "cp-1", time.Now().Add(time.Hour))
 	var current atomic.Pointer[tls.Certificate]
 	current.Store(pair(t, crt, key))
 	at := serveTLS(t, &current)
@@ -269,7 +232,7 @@ func TestCheckServedEtcdPorts(t *testing.T) {
 func TestCheckServedAgainstEtcd(t *testing.T) {
 	etcd := toolstest.Require(t, "etcd")
 	ctx := context.Background()
-	ca := newTestCA(t)
+	ca := pkitest.NewCA(t, "etcd-ca")
 	dir := t.TempDir()
 	write := func(name string, data []byte) {
 		t.Helper()
@@ -286,9 +249,9 @@ func TestCheckServedAgainstEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serverCrt, serverKey := ca.issue(t, "cp-1", time.Now().Add(time.Hour))
-	peerCrt, peerKey := ca.issue(t, "cp-1", time.Now().Add(time.Hour))
-	write("ca.crt", ca.pem)
+	serverCrt, serverKey := issue(t, ca, "cp-1", time.Now().Add(time.Hour))
+	peerCrt, peerKey := issue(t, ca, "cp-1", time.Now().Add(time.Hour))
+	write("ca.crt", ca.PEM)
 	write("server.crt", serverCrt)
 	write("server.key", serverKey)
 	write("peer.crt", peerCrt)
@@ -334,7 +297,7 @@ func TestCheckServedAgainstEtcd(t *testing.T) {
 		t.Fatalf("etcd serving its files: %+v", got)
 	}
 
-	renewedCrt, renewedKey := ca.issue(t, "cp-1", time.Now().Add(8760*time.Hour))
+	renewedCrt, renewedKey := issue(t, ca, "cp-1", time.Now().Add(8760*time.Hour))
 	files := probe()
 	files[nodefacts.PKIFile(nodefacts.EtcdServerCert)] = renewedCrt
 	got := check(files)

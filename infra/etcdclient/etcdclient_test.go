@@ -2,14 +2,8 @@ package etcdclient
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -20,39 +14,13 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newCA(t *testing.T) ca {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return ca{cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
 // issue returns a PEM certificate and key signed by c.
-func (c ca) issue(t *testing.T, cn string, usage x509.ExtKeyUsage, ips ...net.IP) (certPEM, keyPEM []byte) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+func issue(t *testing.T, c *pkitest.CA, cn string, usage x509.ExtKeyUsage, ips ...net.IP) (certPEM, keyPEM []byte) {
+	t.Helper()
+	return c.Issue(t, pkitest.Leaf{CN: cn, Usages: []x509.ExtKeyUsage{usage}, IPs: ips})
 }
 
 func freePort(t *testing.T) int {
@@ -66,10 +34,10 @@ func freePort(t *testing.T) int {
 
 // startEtcd runs a real etcd on loopback that requires client
 // certificates from c, and returns its client URL.
-func startEtcd(t *testing.T, etcd string, c ca) string {
+func startEtcd(t *testing.T, etcd string, c *pkitest.CA) string {
 	dir := t.TempDir()
-	crt, key := c.issue(t, "etcd-server", x509.ExtKeyUsageServerAuth, net.ParseIP("127.0.0.1"))
-	for name, data := range map[string][]byte{"ca.crt": c.pem, "server.crt": crt, "server.key": key} {
+	crt, key := issue(t, c, "etcd-server", x509.ExtKeyUsageServerAuth, net.ParseIP("127.0.0.1"))
+	for name, data := range map[string][]byte{"ca.crt": c.PEM, "server.crt": crt, "server.key": key} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -92,9 +60,9 @@ func startEtcd(t *testing.T, etcd string, c ca) string {
 // works through the caller's dialer; one that trusts another CA does not.
 func TestNewAgainstEtcd(t *testing.T) {
 	etcd := toolstest.Require(t, "etcd")
-	c := newCA(t)
+	c := pkitest.NewCA(t, "etcd-ca")
 	url := startEtcd(t, etcd, c)
-	crt, key := c.issue(t, "homelab-test", x509.ExtKeyUsageClientAuth)
+	crt, key := issue(t, c, "homelab-test", x509.ExtKeyUsageClientAuth)
 	pair, err := tls.X509KeyPair(crt, key)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +76,7 @@ func TestNewAgainstEtcd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, err := New(ctx, []string{url}, c.pem, pair, dial)
+	cli, err := New(ctx, []string{url}, c.PEM, pair, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +101,8 @@ func TestNewAgainstEtcd(t *testing.T) {
 		t.Error("the client did not connect through the dialer it was given")
 	}
 
-	other := newCA(t)
-	wrong, err := New(ctx, []string{url}, other.pem, pair, dial)
+	other := pkitest.NewCA(t, "etcd-ca")
+	wrong, err := New(ctx, []string{url}, other.PEM, pair, dial)
 	if err != nil {
 		t.Fatal(err)
 	}

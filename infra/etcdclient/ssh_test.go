@@ -2,21 +2,16 @@ package etcdclient
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io/fs"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/ssh"
+
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
 // nodeFiles is a node's files as ThroughSSH reads them; any other use of
@@ -39,24 +34,11 @@ func (n *nodeFiles) DialContext(ctx context.Context, network, addr string) (net.
 	return nil, errors.New("no services here")
 }
 
-// pairUntil is a certificate and key signed by c, valid until notAfter.
-func (c ca) pairUntil(t *testing.T, cn string, notAfter time.Time) (certPEM, keyPEM []byte) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notAfter.Add(-time.Hour), NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
 // An expired client certificate, or an expired serving certificate file,
 // is said at once, naming it, instead of a request timing out on
 // handshakes that cannot succeed; valid ones make a client.
 func TestThroughSSHSaysWhatExpired(t *testing.T) {
-	c := newCA(t)
+	c := pkitest.NewCA(t, "etcd-ca")
 	now := time.Now()
 	for _, tc := range []struct {
 		name           string
@@ -68,9 +50,9 @@ func TestThroughSSHSaysWhatExpired(t *testing.T) {
 		{"etcd's serving certificate expired", now.Add(time.Hour), now.Add(-time.Minute), []string{NodeServerCert}},
 		{"both", now.Add(-time.Minute), now.Add(-time.Minute), []string{NodeClientCert, NodeServerCert}},
 	} {
-		crt, key := c.pairUntil(t, "kube-apiserver-etcd-client", tc.client)
-		srv, _ := c.pairUntil(t, "cp-1", tc.server)
-		n := &nodeFiles{files: map[string][]byte{NodeCA: c.pem, NodeClientCert: crt, NodeClientKey: key, NodeServerCert: srv}}
+		crt, key := c.Issue(t, pkitest.Leaf{CN: "kube-apiserver-etcd-client", NotAfter: tc.client})
+		srv, _ := c.Issue(t, pkitest.Leaf{CN: "cp-1", NotAfter: tc.server})
+		n := &nodeFiles{files: map[string][]byte{NodeCA: c.PEM, NodeClientCert: crt, NodeClientKey: key, NodeServerCert: srv}}
 		cli, err := ThroughSSH(context.Background(), n)
 		if tc.says == nil {
 			if err != nil {

@@ -2,13 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
 // The revival does not restart etcd, and waits for its quorum only once
@@ -32,7 +26,7 @@ import (
 // them, they elect a leader without being restarted.
 func TestEtcdRegainsQuorumFromRenewedPeerCertificates(t *testing.T) {
 	etcd := toolstest.Require(t, "etcd")
-	ca := newTestCA(t)
+	ca := pkitest.NewCA(t, "etcd-ca")
 	type member struct {
 		name, dir, client, peer string
 		cmd                     *exec.Cmd
@@ -51,7 +45,7 @@ func TestEtcdRegainsQuorumFromRenewedPeerCertificates(t *testing.T) {
 		m := &member{name: name, dir: t.TempDir(), client: "http://127.0.0.1:" + port(), peer: "https://127.0.0.1:" + port()}
 		ms = append(ms, m)
 		cluster = append(cluster, name+"="+m.peer)
-		if err := os.WriteFile(filepath.Join(m.dir, "ca.crt"), ca.pem, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(m.dir, "ca.crt"), ca.PEM, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +53,7 @@ func TestEtcdRegainsQuorumFromRenewedPeerCertificates(t *testing.T) {
 	// way regenerateCerts does (a new file renamed over the old).
 	peerCerts := func(notAfter time.Time) {
 		for _, m := range ms {
-			crt, key := ca.issue(t, m.name, notAfter, net.ParseIP("127.0.0.1"))
+			crt, key := ca.Issue(t, pkitest.Leaf{CN: m.name, NotAfter: notAfter, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
 			for name, data := range map[string][]byte{"peer.crt": crt, "peer.key": key} {
 				tmp := filepath.Join(m.dir, name+".new")
 				if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -139,44 +133,4 @@ func TestEtcdRegainsQuorumFromRenewedPeerCertificates(t *testing.T) {
 		t.Fatalf("renewed peer certificates in place: no leader within 60 s without a restart (leaders %v)", leaders())
 	}
 	t.Logf("figures: leader elected %s after the peer certificates were renewed in place", time.Since(began).Round(100*time.Millisecond))
-}
-
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) testCA {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"},
-		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return testCA{cert, key, pemOf(der)}
-}
-
-// issue is a peer certificate (server and client auth, as kubeadm's
-// etcd-peer) valid until notAfter.
-func (c testCA) issue(t *testing.T, cn string, notAfter time.Time, ips ...net.IP) (certPEM, keyPEM []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: notAfter.Add(-time.Hour), NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, IPAddresses: ips}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pemOf(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

@@ -19,7 +19,7 @@ import (
 func TestFactsScriptReadsCertificates(t *testing.T) {
 	dir := t.TempDir()
 	kca := newKubeletCA(t)
-	ca := kca.pem
+	ca := kca.PEM
 	kubelet, key := kca.pair("gpu-1", time.Now().Add(time.Hour))
 	caPath, kubeletPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "kubelet-client-current.pem")
 	if err := os.WriteFile(caPath, ca, 0o644); err != nil {

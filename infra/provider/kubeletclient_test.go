@@ -2,17 +2,11 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,45 +26,25 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 )
 
 // kubeletCA issues kubelet client certificates as the cluster's signer
 // (the controller-manager, from ca.crt) does.
 type kubeletCA struct {
-	t    *testing.T
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+	*pkitest.CA
+	t testing.TB
 }
 
 func newKubeletCA(t *testing.T) *kubeletCA {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(87600 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return &kubeletCA{t, c, key, pemOf(der)}
+	return &kubeletCA{pkitest.NewCA(t, "kubernetes"), t}
 }
 
 // pair is a client certificate for node, valid until notAfter, and its key.
 func (ca *kubeletCA) pair(node string, notAfter time.Time) (certPEM, keyPEM []byte) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	notBefore := time.Now().Add(-time.Hour)
-	if notAfter.Before(notBefore) {
-		notBefore = notAfter.Add(-time.Hour)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pemOf(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	return ca.Issue(ca.t, pkitest.Leaf{CN: "system:node:" + node, Orgs: []string{"system:nodes"}, NotAfter: notAfter,
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 }
 
 // kubeletKubeconfig is kubelet.conf as kubeadm writes it, its user auth.
@@ -105,7 +79,7 @@ func TestPlanKubeletClient(t *testing.T) {
 		return parsed
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AddCert(ca.Cert)
 	valid, expired := now.Add(200*24*time.Hour), now.Add(-time.Hour)
 	embedded := func(c *x509.Certificate, current *x509.Certificate) nodefacts.KubeletClient {
 		return nodefacts.KubeletClient{Conf: true, User: "system:node:gpu-1", Embedded: c, EmbeddedKey: true, Current: current, CAs: pool}
@@ -164,7 +138,7 @@ func TestRotatingKubeconfigIsKubeadms(t *testing.T) {
 	}
 	ca := newKubeletCA(t)
 	certPEM, keyPEM := ca.pair("gpu-1", time.Now().Add(24*time.Hour))
-	conf := embeddedConf(t, "gpu-1", ca.pem, certPEM, keyPEM)
+	conf := embeddedConf(t, "gpu-1", ca.PEM, certPEM, keyPEM)
 	root := t.TempDir()
 	write := func(p string, data []byte) {
 		t.Helper()
@@ -238,7 +212,7 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 	k := &kubeletNode{lab: lab, n: lab.node(name), via: lab.node("cp-1"), ca: newKubeletCA(t)}
 	k.in = KubeadmJoinArgs{Connection: lab.conn(name), Via: lab.conn("cp-1"), ControlPlane: controlPlane, ConfigPath: "/etc/kubernetes/kubeadm/join.yaml", ConfigSha: "a"}
 	k.ctx = withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: 300 * time.Millisecond})
-	k.n.put(nodefacts.CACert, string(k.ca.pem), 0o644)
+	k.n.put(nodefacts.CACert, string(k.ca.PEM), 0o644)
 	// nodefacts/kubeletclient, from the node's files: kubelet.conf without
 	// its keys, the rotating file's certificate, the CA. The join's Read
 	// (kubeadm/join-read) asks its membership first.
@@ -265,7 +239,7 @@ func newKubeletNode(t *testing.T, name string, controlPlane bool) *kubeletNode {
 				lines("kubelet-current-line", pemOf(c.Raw))
 			}
 		}
-		lines("kubelet-ca-line", k.ca.pem)
+		lines("kubelet-ca-line", k.ca.PEM)
 		return ssh.Result{Stdout: []byte(b.String())}, nil
 	}
 	k.n.onScriptFunc("nodefacts/kubeletclient", answer)
@@ -325,7 +299,7 @@ func (k *kubeletNode) works() bool {
 // notAfter, and, when current is not nil, the rotating file holding it.
 func (k *kubeletNode) embed(t *testing.T, notAfter time.Time, current []byte) (certPEM, keyPEM []byte) {
 	certPEM, keyPEM = k.ca.pair(k.n.name, notAfter)
-	k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, k.n.name, k.ca.pem, certPEM, keyPEM)), 0o600)
+	k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, k.n.name, k.ca.PEM, certPEM, keyPEM)), 0o600)
 	if current != nil {
 		k.n.put(nodefacts.KubeletClientCert, string(current), 0o600)
 	}
@@ -352,7 +326,7 @@ func (k *kubeletNode) names(t *testing.T) *clientcmdapi.AuthInfo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kc.Clusters["kubernetes"].Server != "https://10.0.0.100:6443" || string(kc.Clusters["kubernetes"].CertificateAuthorityData) != string(k.ca.pem) {
+	if kc.Clusters["kubernetes"].Server != "https://10.0.0.100:6443" || string(kc.Clusters["kubernetes"].CertificateAuthorityData) != string(k.ca.PEM) {
 		t.Errorf("kubelet.conf's cluster changed: %+v", kc.Clusters)
 	}
 	return kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
@@ -464,16 +438,16 @@ func TestUnusableEmbeddedCertificateLeft(t *testing.T) {
 		{"another cluster's", func(t *testing.T, k *kubeletNode) {
 			other := newKubeletCA(t)
 			c, key := other.pair("gpu-1", time.Now().Add(24*time.Hour))
-			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.pem, c, key)), 0o600)
+			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.PEM, c, key)), 0o600)
 		}, "cluster CA"},
 		{"another node's", func(t *testing.T, k *kubeletNode) {
 			c, key := k.ca.pair("gpu-2", time.Now().Add(24*time.Hour))
-			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.pem, c, key)), 0o600)
+			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.PEM, c, key)), 0o600)
 		}, "system:node:gpu-2"},
 		{"a key that is not its own", func(t *testing.T, k *kubeletNode) {
 			c, _ := k.ca.pair("gpu-1", time.Now().Add(24*time.Hour))
 			_, key := k.ca.pair("gpu-1", time.Now().Add(24*time.Hour))
-			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.pem, c, key)), 0o600)
+			k.n.put(nodefacts.KubeletConf, string(embeddedConf(t, "gpu-1", k.ca.PEM, c, key)), 0o600)
 		}, "not the pair"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,15 +1,9 @@
 package nodeprobes
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/roles/nodefacts"
+	"github.com/homelab-dev/homelab/roles/pki/pkitest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -24,36 +19,17 @@ import (
 
 // testCA issues kubelet client certificates as the cluster's signer does.
 type testCA struct {
-	t    *testing.T
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+	*pkitest.CA
+	t testing.TB
 }
 
-func newTestCA(t *testing.T, cn string) *testCA {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(87600 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return &testCA{t, c, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
+func newTestCA(t *testing.T, cn string) *testCA { return &testCA{pkitest.NewCA(t, cn), t} }
 
 // client issues a certificate for cn in org, valid from notBefore to
 // notAfter, and returns it with its key (PEM).
 func (ca *testCA) client(cn, org string, notBefore, notAfter time.Time) (certPEM, keyPEM []byte) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{org}},
-		NotBefore: notBefore, NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	return ca.Issue(ca.t, pkitest.Leaf{CN: cn, Orgs: []string{org}, NotBefore: notBefore, NotAfter: notAfter,
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 }
 
 // kubeletConf is a kubelet.conf as kubeadm writes it, with auth as its user.
@@ -79,7 +55,7 @@ func TestKubeletClientScript(t *testing.T) {
 	now := time.Now()
 	embedded, key := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(24*time.Hour))
 	rotated, rotatedKey := ca.client("system:node:cp-1", "system:nodes", now.Add(-time.Hour), now.Add(48*time.Hour))
-	embeddedConf := kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificateData: embedded, ClientKeyData: key})
+	embeddedConf := kubeletConf(t, ca.PEM, &clientcmdapi.AuthInfo{ClientCertificateData: embedded, ClientKeyData: key})
 	var asJSON map[string]any
 	if err := yaml.Unmarshal(embeddedConf, &asJSON); err != nil {
 		t.Fatal(err)
@@ -112,12 +88,12 @@ func TestKubeletClientScript(t *testing.T) {
 				t.Errorf("embedded certificate against kubelet.conf's CA: %s", p)
 			}
 		}},
-		{"the rotating file", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: nodefacts.KubeletClientCert, ClientKey: nodefacts.KubeletClientCert}), true, true, func(t *testing.T, k nodefacts.KubeletClient) {
+		{"the rotating file", kubeletConf(t, ca.PEM, &clientcmdapi.AuthInfo{ClientCertificate: nodefacts.KubeletClientCert, ClientKey: nodefacts.KubeletClientCert}), true, true, func(t *testing.T, k nodefacts.KubeletClient) {
 			if k.Embeds() || k.EmbeddedKey || k.CertFile != nodefacts.KubeletClientCert || k.KeyFile != nodefacts.KubeletClientCert || k.Err != nil {
 				t.Errorf("read %+v", k)
 			}
 		}},
-		{"a relative path", kubeletConf(t, ca.pem, &clientcmdapi.AuthInfo{ClientCertificate: "pki/kubelet.crt", ClientKey: "pki/kubelet.key"}), false, true, func(t *testing.T, k nodefacts.KubeletClient) {
+		{"a relative path", kubeletConf(t, ca.PEM, &clientcmdapi.AuthInfo{ClientCertificate: "pki/kubelet.crt", ClientKey: "pki/kubelet.key"}), false, true, func(t *testing.T, k nodefacts.KubeletClient) {
 			if k.CertFile != nodefacts.PKIFile("kubelet.crt") || k.KeyFile != nodefacts.PKIFile("kubelet.key") {
 				t.Errorf("read %+v", k)
 			}
@@ -156,7 +132,7 @@ func TestKubeletClientScript(t *testing.T) {
 				}
 			}
 			if tc.ca {
-				write(nodefacts.CACert, ca.pem)
+				write(nodefacts.CACert, ca.PEM)
 			}
 			for _, shell := range shells {
 				checkKubeletClientOut(t, run(t, shell, KubeletClientAt(root).Script()), [][]byte{key, rotatedKey}, tc.check)
