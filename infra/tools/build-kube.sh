@@ -51,9 +51,16 @@ ld="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ld="$ld -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.gitCommit=homelab-build -X $p.buildDate=$date"
 done
-for b in "${missing[@]}"; do
-  echo "build-kube: building $b $version (first time only; kubeadm ~7 min, all ~12 min on 2 cores)" >&2
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$out/$b.tmp" "k8s.io/kubernetes/cmd/$b" >&2
-  mv "$out/$b.tmp" "$out/$b"
-done
+# One go build for every missing binary: the go command schedules their
+# packages and links together, so no core waits while another binary's
+# link runs alone, as it did with one invocation per binary. The binaries
+# land in a fresh directory and move into the cache one by one, each
+# whole.
+pkgs=()
+for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+echo "build-kube: building ${missing[*]} $version (first time only; about 10 min on 2 cores)" >&2
+tmp=$(mktemp -d "$out/.build.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}" >&2
+for b in "${missing[@]}"; do mv "$tmp/$b" "$out/$b"; done
 echo "$out"
