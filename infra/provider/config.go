@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,12 +110,8 @@ type nodeList string
 // has reports whether l names node, or every node; has("*") whether it
 // names every node.
 func (l nodeList) has(node string) bool {
-	for _, n := range strings.Split(string(l), ",") {
-		if n = strings.TrimSpace(n); n == "*" || n == node {
-			return true
-		}
-	}
-	return false
+	listed := names(string(l))
+	return slices.Contains(listed, "*") || slices.Contains(listed, node)
 }
 
 // names is a comma-separated list's entries, blanks left out.
