@@ -133,3 +133,20 @@ func certPEM(der []byte) []byte { return pemOf("CERTIFICATE", der) }
 func pemOf(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
+
+// Request is a certificate signing request for l's names (CN, Orgs, DNS,
+// IPs; its dates and usages are the signer's business), PEM encoded, as a
+// kubelet's certificate manager sends one.
+func Request(t testing.TB, l Leaf) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: l.CN, Organization: l.Orgs}, DNSNames: l.DNS, IPAddresses: l.IPs}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
