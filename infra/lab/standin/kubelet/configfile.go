@@ -14,12 +14,20 @@ import (
 // KubeletConfiguration (what kubeadm writes to /var/lib/kubelet/config.yaml)
 // that the stand-in honours.
 type kubeletConfiguration struct {
-	Kind                      string          `json:"kind"`
-	APIVersion                string          `json:"apiVersion"`
-	StaticPodPath             string          `json:"staticPodPath"`
-	HealthzBindAddress        string          `json:"healthzBindAddress"`
-	HealthzPort               *int32          `json:"healthzPort"`
-	RotateCertificates        bool            `json:"rotateCertificates"`
+	Kind               string `json:"kind"`
+	APIVersion         string `json:"apiVersion"`
+	StaticPodPath      string `json:"staticPodPath"`
+	HealthzBindAddress string `json:"healthzBindAddress"`
+	HealthzPort        *int32 `json:"healthzPort"`
+	RotateCertificates bool   `json:"rotateCertificates"`
+	ServerTLSBootstrap bool   `json:"serverTLSBootstrap"`
+	Address            string `json:"address"`
+	Port               int32  `json:"port"`
+	Authentication     struct {
+		X509 struct {
+			ClientCAFile string `json:"clientCAFile"`
+		} `json:"x509"`
+	} `json:"authentication"`
 	ContainerRuntimeEndpoint  string          `json:"containerRuntimeEndpoint"`
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency"`
 	NodeLeaseDurationSeconds  int32           `json:"nodeLeaseDurationSeconds"`

@@ -62,6 +62,13 @@ type Config struct {
 	BootstrapKubeconfigPath string
 	RotateCertificates      bool
 	PKIDir                  string
+	// ServerTLSBootstrap asks the cluster CA for the serving certificate
+	// (else it is self-signed); APIAddress is the kubelet port's
+	// host:port ("" disables it), ClientCAFile the CA its clients'
+	// certificates must chain to.
+	ServerTLSBootstrap bool
+	APIAddress         string
+	ClientCAFile       string
 
 	RuntimeEndpoint string
 	RootDir         string
@@ -203,6 +210,9 @@ func configFromFlags(f flags) (Config, error) {
 			c.HealthzAddress = net.JoinHostPort(host, strconv.Itoa(int(port)))
 		}
 		c.RotateCertificates = kc.RotateCertificates
+		c.ServerTLSBootstrap = kc.ServerTLSBootstrap
+		c.APIAddress = kubeletAPIAddress(kc.Address, kc.Port)
+		c.ClientCAFile = kc.Authentication.X509.ClientCAFile
 		c.StatusInterval = kc.NodeStatusUpdateFrequency.Duration
 		c.LeaseDuration = time.Duration(kc.NodeLeaseDurationSeconds) * time.Second
 		c.MaxPods = int(kc.MaxPods)
@@ -386,6 +396,14 @@ func runAPI(ctx context.Context, c Config, sup *staticpod.Supervisor) error {
 		return nil
 	}
 	defer rt.Close()
+	if c.APIAddress != "" {
+		cert, err := servingCert(ctx, c, restCfg)
+		if err != nil {
+			c.Logf("serving certificate: %v", err)
+			return nil
+		}
+		go serveKubeletAPI(ctx, c.APIAddress, c.ClientCAFile, cert, c.Logf)
+	}
 	caPool, err := serverCAs(restCfg)
 	if err != nil {
 		c.Logf("API TLS: %v", err)
