@@ -33,6 +33,7 @@ var argsOf = map[string]any{
 	pkg + "ControlPlaneAddress": provider.ControlPlaneAddressArgs{},
 	pkg + "ControlPlaneRevival": provider.ControlPlaneRevivalArgs{},
 	pkg + "KubernetesUpgrade":   provider.KubernetesUpgradeArgs{},
+	pkg + "KubeletServing":      provider.KubeletServingArgs{},
 }
 
 // Every input the program registers is one the provider decodes, with the

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -124,10 +126,13 @@ func (b *batcher[V]) get(ctx context.Context, conn Connection, c ssh.Executor, k
 type readBatches struct {
 	files *batcher[nodefacts.FileStat] // by path
 	nodes *batcher[*nodeJSON]          // Node objects by name, through the via node
+	// servingCSRs are each node's pending kubelet serving requests, by
+	// node name, through the via node.
+	servingCSRs *batcher[[]certificatesv1.CertificateSigningRequest]
 }
 
 func newReadBatches() *readBatches {
-	return &readBatches{files: newBatcher(64, statFiles), nodes: newBatcher(256, getNodes)}
+	return &readBatches{files: newBatcher(64, statFiles), nodes: newBatcher(256, getNodes), servingCSRs: newBatcher(256, getServingCSRs)}
 }
 
 func statFiles(ctx context.Context, c ssh.Executor, paths []string) (map[string]nodefacts.FileStat, error) {

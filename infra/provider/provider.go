@@ -41,6 +41,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&ControlPlaneAddress{}),
 			infer.Resource(&ControlPlaneRevival{}),
 			infer.Resource(&KubernetesUpgrade{}),
+			infer.Resource(&KubeletServing{}),
 		).
 		Build()
 }
@@ -88,6 +89,7 @@ var (
 	_ removable[ControlPlaneAddressArgs, ControlPlaneAddressState] = (*ControlPlaneAddress)(nil)
 	_ removable[ControlPlaneRevivalArgs, ControlPlaneRevivalState] = (*ControlPlaneRevival)(nil)
 	_ removable[KubernetesUpgradeArgs, KubernetesUpgradeState]     = (*KubernetesUpgrade)(nil)
+	_ removable[KubeletServingArgs, KubeletServingState]           = (*KubeletServing)(nil)
 
 	// The cluster's identity stays known in a preview of a config change.
 	_ infer.ExplicitDependencies[KubeadmInitArgs, KubeadmInitState] = (*KubeadmInit)(nil)

@@ -242,3 +242,17 @@ func (r *ControlPlaneRevivalArgs) Annotate(a infer.Annotator) {
 func (r *ControlPlaneRevivalState) Annotate(a infer.Annotator) {
 	a.Describe(&r.LiveExpiry, "When each certificate kubeadm issued on each control-plane node expires (RFC 3339), read live, by node, then by name (apiserver.crt, etcd/peer.crt, admin.conf, ...).")
 }
+
+func (k *KubeletServingArgs) Annotate(a infer.Annotator) {
+	a.Describe(&k.Connection, "How the node is reached.")
+	a.Describe(&k.Via, "A control-plane node with admin.conf, where the node's CSRs are read and approved.")
+	a.Describe(&k.Node, "The node's name in the inventory: its kubelet's user is system:node:NAME, and NAME the one DNS name its certificate may carry.")
+	a.Describe(&k.Address, "The node's declared address (the kubelet's node IP): the one IP address its serving certificate may name.")
+}
+
+func (k *KubeletServingState) Annotate(a infer.Annotator) {
+	a.Describe(&k.LiveBootstrap, "Whether the kubelet's configuration has serverTLSBootstrap on, read live.")
+	a.Describe(&k.LiveCertificate, "The certificate the kubelet serves with (PEM, without its key), read live; empty when it has none from the cluster CA.")
+	a.Describe(&k.LiveCA, "The cluster CA certificate the node holds, read live.")
+	a.Describe(&k.LivePending, "The node's pending serving CSRs that up would approve, read live.")
+}

@@ -34,6 +34,10 @@ const (
 	// flags (--node-ip among them) as KUBELET_KUBEADM_ARGS.
 	KubeletFlagsEnv = "/var/lib/kubelet/kubeadm-flags.env"
 	KubeletPKIDir   = "/var/lib/kubelet/pki"
+	// KubeletServingCert is the kubelet's current serving pair (certificate
+	// then key) once it has one from the cluster CA (serverTLSBootstrap):
+	// its certificate store's -current link.
+	KubeletServingCert = KubeletPKIDir + "/kubelet-server-current.pem"
 	// KubeletConfigFile is the kubelet's configuration kubeadm writes from
 	// the cluster's kubelet-config ConfigMap.
 	KubeletConfigFile = "/var/lib/kubelet/config.yaml"

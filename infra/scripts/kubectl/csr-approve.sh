@@ -1,0 +1,3 @@
+# Approves the CertificateSigningRequest .Name, which up checked first
+# (infra/servingcert). Prints nothing.
+{{.Kubectl}} certificate approve {{q .Name}} >/dev/null
