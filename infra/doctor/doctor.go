@@ -109,7 +109,7 @@ func (r *Report) Failed() []Finding {
 }
 
 // checks are listed in this order, whatever order they finished in.
-var order = []string{"node", "node ready", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "cert expiry", "cert served", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
+var order = []string{"node", "node ready", "kubelet serving", "cni", "gpu", "vip", "api tls", "api sans", "cert sans", "cert expiry", "cert served", "manifest", "kubeconfig", "cluster object", "etcd", "etcd member", "etcd snapshot", "selector"}
 
 func rank(check string) int {
 	for i, c := range order {
@@ -184,8 +184,9 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 			d.checkSnapshots(n, f)
 		}
 	}
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); d.checkNodesReady(ctx) }()
+	go func() { defer wg.Done(); d.checkServing(ctx) }()
 	go func() { defer wg.Done(); d.checkAPITLS(ctx) }()
 	go func() { defer wg.Done(); d.checkServed(ctx) }()
 	go func() { defer wg.Done(); d.checkEtcd(ctx) }()
