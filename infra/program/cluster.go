@@ -89,6 +89,7 @@ var stages = []struct {
 	{"workers", (*build).workers},
 	{"etcd membership", (*build).etcdMembership},
 	{"control-plane addresses", (*build).controlPlaneAddresses},
+	{"kubelet serving certificates", (*build).kubeletServing},
 	{"pod network", (*build).podNetwork},
 	{"cluster objects", (*build).clusterObjects},
 	{"outputs", (*build).outputs},
@@ -355,6 +356,34 @@ func (b *build) controlPlaneAddresses() error {
 		prev = a
 	}
 	b.settled = prev
+	return nil
+}
+
+// kubeletServing: every kubelet serves with a certificate of the cluster
+// CA, approved by up (infra/provider's KubeletServing). After the node's
+// join, and after the control plane settled: a CSR is read and approved
+// through the API, which a re-addressed or renewing control plane may not
+// serve before, and nothing here may hold up the fix of those.
+func (b *build) kubeletServing() error {
+	for _, n := range b.inv.Nodes {
+		var parent pulumi.Resource
+		var join pulumi.Resource
+		if cp, ok := b.planes[n.Name]; ok {
+			parent, join = cp, cp.Join
+		} else {
+			w := b.workerOf[n.Name]
+			parent, join = w, w.Join
+		}
+		_, err := register(b.ctx, "KubeletServing", n.Name, pulumi.Map{
+			"connection": connection(b.cfg, n),
+			"via":        b.via,
+			"node":       pulumi.String(n.Name),
+			"address":    pulumi.String(n.Address),
+		}, &KubeletServingHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{join, b.settled}))
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -75,3 +75,7 @@ type ControlPlaneRevivalHandle struct {
 type KubernetesUpgradeHandle struct {
 	pulumi.CustomResourceState
 }
+
+type KubeletServingHandle struct {
+	pulumi.CustomResourceState
+}

@@ -94,6 +94,11 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 	noProfiling := Arg{Name: "profiling", Value: "false"}
 	authnArgs, authnVolumes := authenticationArgs(c.KubernetesVersion)
 	loopback := []Arg{{Name: "bind-address", Value: "127.0.0.1"}, noProfiling}
+	// The API server verifies the kubelets it reaches (logs, exec,
+	// port-forward) against the cluster CA, which signs their serving
+	// certificates (serverTLSBootstrap); without it, whatever answers at a
+	// node's address is believed.
+	kubeletCA := Arg{Name: "kubelet-certificate-authority", Value: nodefacts.CACert}
 	return ClusterConfiguration{
 		TypeMeta:             TypeMeta{kubeadmAPIVersion, "ClusterConfiguration"},
 		ClusterName:          c.Name,
@@ -112,7 +117,7 @@ func Cluster(inv *inventory.Inventory, apiSANs, etcdSANs sans.Set) ClusterConfig
 		}},
 		APIServer: APIServer{
 			ControlPlaneComp: ControlPlaneComp{
-				ExtraArgs: slices.Concat([]Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}, noProfiling}, auditArgs, authnArgs),
+				ExtraArgs: slices.Concat([]Arg{{Name: "encryption-provider-config", Value: EncryptionConfig}, noProfiling, kubeletCA}, auditArgs, authnArgs),
 				ExtraVolumes: slices.Concat([]HostPathMnt{{
 					Name: "encryption-config", HostPath: EncryptionDir, MountPath: EncryptionDir,
 					ReadOnly: true, PathType: "DirectoryOrCreate",
@@ -156,6 +161,12 @@ func kubelet(inv *inventory.Inventory) KubeletConfiguration {
 		ClusterDomain:      inv.Cluster.Network.DNSDomain,
 		ClusterDNS:         []string{clusterDNS(inv.Cluster.Network.ServiceCIDR)},
 		RotateCertificates: true,
+		// The kubelet asks the cluster CA for its serving certificate
+		// instead of signing its own, so the API server (and
+		// metrics-server) can verify whom it reaches at port 10250; up
+		// approves the request after checking its names
+		// (infra/servingcert).
+		ServerTLSBootstrap: true,
 	}
 	if inv.Cluster.AllowCgroupV1 {
 		k.FailCgroupV1 = new(bool)
