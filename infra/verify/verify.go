@@ -106,6 +106,8 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 	rep.Nodes = nodes
 	errs = multierror.Append(errs, rep.add("every node registered and Ready on its own address", err, strings.Join(nodes, ", ")))
 
+	errs = multierror.Append(errs, rep.add("the API server reaches every kubelet, its serving certificate verified with the cluster CA", checkKubelets(ctx, cs, inv), ""))
+
 	members, err := checkEtcd(ctx, t)
 	rep.EtcdMembers = members
 	errs = multierror.Append(errs, rep.add("etcd members are the control-plane nodes, all healthy", err, strings.Join(members, ", ")))
@@ -193,6 +195,30 @@ func checkNodes(ctx context.Context, cs kubernetes.Interface, inv *inventory.Inv
 		return names, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return names, nil
+}
+
+// checkKubelets asks each node's kubelet for /healthz through the API
+// server's node proxy: the API server dials the kubelet's port and, with
+// --kubelet-certificate-authority, verifies its serving certificate
+// against the cluster CA, as it does for logs and exec. A kubelet serving
+// a self-signed certificate, or none yet (its CSR not approved), fails
+// here.
+func checkKubelets(ctx context.Context, cs kubernetes.Interface, inv *inventory.Inventory) error {
+	var problems []string
+	for _, n := range inv.Nodes {
+		body, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "healthz").DoRaw(ctx)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", n.Name, err))
+			continue
+		}
+		if strings.TrimSpace(string(body)) != "ok" {
+			problems = append(problems, fmt.Sprintf("%s: /healthz answered %q", n.Name, body))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 func checkSelector(ctx context.Context, cs kubernetes.Interface, inv *inventory.Inventory) error {
