@@ -9,7 +9,7 @@ import (
 )
 
 // Load reads an inventory whose files do not exist yet (the lab's, before
-// `homelab lab up` writes them); LoadWithFiles names each missing one with
+// `homelab-lab up` writes them); LoadWithFiles names each missing one with
 // its line and the path it was read at, relative to the inventory.
 func TestLoadWithFilesNamesEveryMissingFile(t *testing.T) {
 	dir := t.TempDir()

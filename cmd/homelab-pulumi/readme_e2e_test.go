@@ -115,7 +115,7 @@ func TestREADMEPulumiPath(t *testing.T) {
 	c.cmdLog = filepath.Join(work, "commands.jsonl")
 	c.env = userEnv(t, work, l.Dir, c.cmdLog)
 	// The README's install step, from the copy.
-	c.must(ctx, "go build -o "+filepath.Join(work, "bin", "homelab")+" ./cmd/homelab")
+	c.must(ctx, "go build -o "+filepath.Join(work, "bin")+"/ ./cmd/homelab ./cmd/homelab-lab")
 
 	c.badConfigIsRefused(ctx)
 
@@ -182,7 +182,7 @@ func TestREADMEPulumiPath(t *testing.T) {
 	// node: the path is all this stack adds to what was built above, and
 	// a second build of the same inventory cost CI three minutes.
 	c.mutations()
-	if out := c.must(ctx, "homelab lab exec -- pulumi preview"); !regexp.MustCompile(`\+ \d+ to create`).MatchString(out) {
+	if out := c.must(ctx, "homelab-lab exec -- pulumi preview"); !regexp.MustCompile(`\+ \d+ to create`).MatchString(out) {
 		t.Errorf("the outside inventory's preview plans no creates:\n%s", tail(out, 20))
 	}
 	c.noMutations("the outside inventory's preview")
@@ -215,7 +215,7 @@ func (c *cli) badConfigIsRefused(ctx context.Context) {
 	c.must(ctx, "homelab secrets init -o bad-secrets.yaml")
 	expect := func(what string, want ...string) {
 		t.Helper()
-		out, err := c.run(ctx, "homelab lab exec -- pulumi preview")
+		out, err := c.run(ctx, "homelab-lab exec -- pulumi preview")
 		if err == nil {
 			t.Errorf("%s: preview succeeded", what)
 		}

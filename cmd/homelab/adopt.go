@@ -42,7 +42,6 @@ func newAdoptCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			useLabNetns(f.inventory, cmd)
 			key, err := inv.SSH.ReadPrivateKey()
 			if err != nil {
 				return err

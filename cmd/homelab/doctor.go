@@ -10,9 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
-	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -56,7 +54,6 @@ func newDoctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			doctorLabNetns(inv, cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
@@ -76,25 +73,4 @@ func newDoctorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default "+stack.DefaultStateDir()+")")
 	cmd.Flags().StringVar(&stackName, "stack", "", "stack name (default: the inventory's cluster name)")
 	return cmd
-}
-
-// doctorLabNetns is useLabNetns for a cluster that may have drifted from
-// its inventory: a node of the emulated homelab that came back on another
-// address is exactly what doctor must still reach, so names decide, not
-// addresses.
-func doctorLabNetns(inv *inventory.Inventory, cmd *cobra.Command) {
-	if os.Getenv(ssh.NetnsEnv) != "" {
-		return
-	}
-	st, ok := labStateFor(inv)
-	if !ok || st.Cluster != inv.Cluster.Name {
-		return
-	}
-	for _, n := range inv.Nodes {
-		if _, err := st.Node(n.Name); err != nil {
-			return
-		}
-	}
-	os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: the emulated homelab runs this inventory's nodes: reaching them from namespace %s\n", st.Names().Gateway())
 }

@@ -58,7 +58,6 @@ func etcdTarget(cmd *cobra.Command, f stackFlags) (etcdbackup.Target, error) {
 	if err != nil {
 		return etcdbackup.Target{}, err
 	}
-	useLabNetns(f.inventory, cmd)
 	return etcdbackup.Target{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts,
 		History: filepath.Join(filepath.Dir(stack.BundlePath(f.stateDir, name)), etcdbackup.HistoryFile), Log: cmd.ErrOrStderr()}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/homelab-dev/homelab/infra/hostkeys"
 	"github.com/homelab-dev/homelab/inventory"
@@ -43,7 +44,6 @@ func newHostsCommand() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("no node %q in %s", args[0], path)
 			}
-			useLabNetns(path, cmd)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			return acceptHostKey(ctx, cmd, inv, n, fingerprint)
@@ -77,7 +77,7 @@ func acceptHostKey(ctx context.Context, cmd *cobra.Command, inv *inventory.Inven
 		switch {
 		case fingerprint != "":
 			return hostkeys.MatchFingerprint(fingerprint)(s)
-		case isTerminal(os.Stdin):
+		case term.IsTerminal(int(os.Stdin.Fd())):
 			fmt.Fprintf(out, "Compare it with the machine's own (on its console: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub).\nTrust this key for %s? Type yes: ", n.Name)
 			answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 			if strings.TrimSpace(answer) != "yes" {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/homelab-dev/homelab/infra/clusterlock"
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/netns"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
@@ -59,7 +59,6 @@ func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, co
 		cancel()
 		return nil, nil, nil, err
 	}
-	useLabNetnsFor(s.Inv, f.inventory, cmd)
 	return s, ctx, cancel, nil
 }
 
@@ -208,55 +207,6 @@ func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack, ou
 	return verr
 }
 
-// useLabNetns makes an inventory of the running emulated homelab just
-// work: its addresses exist only inside the lab's namespaces, so the
-// provider (a child process, which inherits the variable) and the verifier
-// dial from the lab's gateway namespace.
-func useLabNetns(invPath string, cmd *cobra.Command) {
-	if os.Getenv(ssh.NetnsEnv) != "" {
-		return
-	}
-	inv, _, err := inventory.Load(invPath)
-	if err != nil {
-		return
-	}
-	useLabNetnsFor(inv, invPath, cmd)
-}
-
-// useLabNetnsFor is useLabNetns for an inventory already loaded.
-func useLabNetnsFor(inv *inventory.Inventory, invPath string, cmd *cobra.Command) {
-	if os.Getenv(ssh.NetnsEnv) != "" {
-		return
-	}
-	st, ok := labStateFor(inv)
-	if !ok {
-		return
-	}
-	for _, n := range inv.Nodes {
-		ln, err := st.Node(n.Name)
-		if err != nil || ln.Address != n.Address {
-			return
-		}
-	}
-	os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is the emulated homelab's inventory: reaching its nodes from namespace %s\n", invPath, st.Names().Gateway())
-}
-
-// labStateFor is the state of the lab an inventory's nodes may be in: the
-// lab its SSH key belongs to (a test's lab, or any lab outside the
-// default directory), else the one in $HOMELAB_LAB_DIR or the default.
-func labStateFor(inv *inventory.Inventory) (*lab.State, bool) {
-	l, ok := lab.OpenByKey(inv.SSH.PrivateKey)
-	if !ok {
-		var err error
-		if l, err = lab.Open(""); err != nil {
-			return nil, false
-		}
-	}
-	st, err := l.LoadState()
-	return st, err == nil
-}
-
 // dialer reaches the nodes from the namespace in HOMELAB_NETNS (the
 // emulated homelab's gateway), else directly.
 func dialer() verify.DialFunc {
@@ -352,7 +302,7 @@ func confirmDestroy(cmd *cobra.Command, inv *inventory.Inventory, yes bool) erro
 		return nil
 	}
 	name := inv.Cluster.Name
-	if !isTerminal(os.Stdin) {
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
 		return fmt.Errorf("destroy resets all %d nodes and deletes cluster %s's data (etcd, every object): run it on a terminal to confirm, or pass --yes", len(inv.Nodes), name)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "destroy resets all %d nodes of cluster %s: etcd's data and every object in the cluster are lost.\nType the cluster's name (%s) to go on: ", len(inv.Nodes), name, name)

@@ -38,7 +38,7 @@ const (
 	Cache = "HOMELAB_CACHE"
 )
 
-// The emulated homelab (homelab lab ...) and its stand-ins.
+// The emulated homelab (homelab-lab ...) and its stand-ins.
 const (
 	// LabDir is the lab's directory (default /srv/homelab-lab).
 	LabDir = "HOMELAB_LAB_DIR"

@@ -54,7 +54,7 @@ func init() {
 	if err == nil {
 		err = aptrepo.Serve(ln, dir)
 	}
-	fmt.Fprintf(os.Stderr, "homelab lab apt repository: %v\n", err)
+	fmt.Fprintf(os.Stderr, "homelab-lab apt repository: %v\n", err)
 	os.Exit(1)
 }
 

@@ -61,7 +61,7 @@ func init() {
 		return
 	}
 	err := Boot(spec)
-	fmt.Fprintf(os.Stderr, "homelab lab boot: %v\n", err)
+	fmt.Fprintf(os.Stderr, "homelab-lab boot: %v\n", err)
 	os.Exit(1)
 }
 
@@ -75,7 +75,7 @@ func Boot(specPath string) error {
 	if os.Getpid() != 1 {
 		// Mounting over /etc in the machine's own mount namespace would
 		// wreck it: only ever run as a fresh namespace's PID 1.
-		return fmt.Errorf("refusing to boot: not PID 1 of a new PID namespace (run by `homelab lab up`)")
+		return fmt.Errorf("refusing to boot: not PID 1 of a new PID namespace (run by `homelab-lab up`)")
 	}
 	data, err := os.ReadFile(specPath)
 	if err != nil {

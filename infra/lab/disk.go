@@ -306,7 +306,7 @@ func (l *Lab) readHostKey(node string) (string, error) {
 // reaches nothing off the lab, and sshd bound to the node's address.
 func (l *Lab) writeBootFiles(s *State, n *NodeState) error {
 	hosts := fmt.Sprintf("127.0.0.1\tlocalhost\n%s\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n", n.Address, n.Name)
-	sshd := fmt.Sprintf(`# Written by homelab lab before every boot: the lab's hardware, not cluster
+	sshd := fmt.Sprintf(`# Written by homelab-lab before every boot: the lab's hardware, not cluster
 # configuration. sshd in a namespace has no PAM session and shares no /run.
 Port %d
 ListenAddress %s
@@ -343,7 +343,7 @@ StrictModes no
 func resolvConf(s *State) string {
 	// The gateway answers nothing on port 53 and routes nothing: lookups
 	// fail fast and never leave the lab.
-	return "# homelab lab: no resolver is reachable from the lab\nnameserver " + s.Gateway + "\n"
+	return "# homelab-lab: no resolver is reachable from the lab\nnameserver " + s.Gateway + "\n"
 }
 
 func randomHex(n int) string {

@@ -65,7 +65,7 @@ func newTestLab(tb testing.TB) *Lab {
 		if tb.Failed() {
 			dumpNodes(tb, l)
 			if os.Getenv(EnvKeep) == "1" {
-				tb.Logf("keeping the failed lab: HOMELAB_LAB_DIR=%s homelab lab ssh NODE; then homelab lab down", dir)
+				tb.Logf("keeping the failed lab: HOMELAB_LAB_DIR=%s homelab-lab ssh NODE; then homelab-lab down", dir)
 				return
 			}
 		}

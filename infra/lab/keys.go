@@ -81,7 +81,7 @@ func knownHostsLine(s *State, n *NodeState) (hosts []string, line string, ok boo
 }
 
 // writeLabKnownHosts is the lab's own record of every node's current host
-// key (`homelab lab ssh` and the lab's SSH checks use it): the lab made
+// key (`homelab-lab ssh` and the lab's SSH checks use it): the lab made
 // the machines and knows their keys.
 func (l *Lab) writeLabKnownHosts(s *State) error {
 	var lines []string

@@ -67,7 +67,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		return nil, false, err
 	}
 	fail := func(err error) (*State, bool, error) {
-		return s, false, fmt.Errorf("%w\n(the lab is partly up; `homelab lab down` removes what was made)", err)
+		return s, false, fmt.Errorf("%w\n(the lab is partly up; `homelab-lab down` removes what was made)", err)
 	}
 	if err := l.build(s, inv); err != nil {
 		return fail(err)

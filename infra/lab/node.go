@@ -103,7 +103,7 @@ func (l *Lab) start(s *State, n *NodeState) error {
 		return err
 	}
 	defer console.Close()
-	fmt.Fprintf(console, "\n--- homelab lab: boot %d of %s at %s\n", n.Boots+1, n.Name, time.Now().Format(time.RFC3339))
+	fmt.Fprintf(console, "\n--- homelab-lab: boot %d of %s at %s\n", n.Boots+1, n.Name, time.Now().Format(time.RFC3339))
 	// nsenter rather than `ip netns exec`, which remounts /sys and loses the
 	// cgroup mounts kubeadm's preflight reads. unshare --fork ignores
 	// SIGTERM; --kill-child ends the whole node when it is SIGKILLed.
@@ -114,7 +114,7 @@ func (l *Lab) start(s *State, n *NodeState) error {
 		unshare = []string{"unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child", "--propagation", "private"}
 	}
 	cmd := exec.Command("nsenter", append(append([]string{"--net=" + filepath.Join(netnsDir, n.Netns), "--"}, unshare...),
-		exe, "lab", "boot", specPath)...)
+		exe, "boot", specPath)...)
 	cmd.Env = []string{envBoot + "=" + specPath, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Stdout = console
 	cmd.Stderr = console

@@ -62,26 +62,6 @@ func Open(dir string) (*Lab, error) {
 	return &Lab{Dir: filepath.Clean(dir), Log: os.Stderr}, nil
 }
 
-// OpenByKey returns the lab whose SSH key is at keyPath (an inventory's
-// ssh.privateKey, as the lab writes it), if keyPath is one: the way to
-// find a lab in another directory than $HOMELAB_LAB_DIR's, so its nodes
-// are reached from its own gateway and never from this machine's
-// namespace.
-func OpenByKey(keyPath string) (*Lab, bool) {
-	if keyPath == "" {
-		return nil, false
-	}
-	dir := filepath.Dir(filepath.Dir(filepath.Clean(keyPath)))
-	l, err := Open(dir)
-	if err != nil || filepath.Clean(keyPath) != l.KeyPath() {
-		return nil, false
-	}
-	if _, err := os.Stat(l.markerPath()); err != nil {
-		return nil, false
-	}
-	return l, true
-}
-
 func checkDir(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("lab directory %q must be an absolute path", dir)
@@ -116,7 +96,7 @@ func (l *Lab) KeyPath() string        { return filepath.Join(l.sshDir(), "id_ed2
 func (l *Lab) KnownHostsPath() string { return filepath.Join(l.sshDir(), "known_hosts") }
 
 // LabKnownHostsPath is the lab's own record of the nodes' current host
-// keys, for `homelab lab ssh`; KnownHostsPath is the provisioner's, which
+// keys, for `homelab-lab ssh`; KnownHostsPath is the provisioner's, which
 // keeps a replaced machine's old key as a real one would.
 func (l *Lab) LabKnownHostsPath() string { return l.labKnownHostsPath() }
 func (l *Lab) labKnownHostsPath() string { return filepath.Join(l.sshDir(), "lab_known_hosts") }

@@ -58,7 +58,7 @@ func init() {
 			err = registry.Serve(ln, strings.Fields(string(data)), os.Stderr)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "homelab lab registry: %v\n", err)
+	fmt.Fprintf(os.Stderr, "homelab-lab registry: %v\n", err)
 	os.Exit(1)
 }
 

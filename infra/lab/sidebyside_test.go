@@ -2,14 +2,10 @@ package lab
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 )
 
 func TestNamesDeriveFromTheDirectory(t *testing.T) {
@@ -150,37 +146,4 @@ func TestTwoLabsSideBySide(t *testing.T) {
 		}
 	}
 	downLeavesNothing(t, labs[1])
-}
-
-// homelab finds a lab outside the default directory by the inventory's
-// SSH key, so it dials that lab's gateway and never the machine's own
-// namespace; a key elsewhere, or in a directory that is no lab, finds none.
-func TestOpenByKeyFindsOnlyALab(t *testing.T) {
-	dir, err := os.MkdirTemp("/srv", "homelab-bykey-test-")
-	if err != nil {
-		toolstest.Missing(t, "no writable /srv: "+err.Error())
-	}
-	defer os.RemoveAll(dir)
-	key := filepath.Join(dir, "ssh", "id_ed25519")
-	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, []byte("key"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := OpenByKey(key); ok {
-		t.Error("a directory without the lab's marker was taken for a lab")
-	}
-	if err := os.WriteFile(filepath.Join(dir, marker), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, ok := OpenByKey(key)
-	if !ok || l.Dir != dir || l.Names() != NamesFor(dir) {
-		t.Errorf("the lab in %s not found by its key: %v %+v", dir, ok, l)
-	}
-	for _, other := range []string{"", filepath.Join(dir, "id_ed25519"), "/root/.ssh/id_ed25519", filepath.Join(dir, "ssh", "other")} {
-		if _, ok := OpenByKey(other); ok {
-			t.Errorf("%q was taken for a lab's key", other)
-		}
-	}
 }

@@ -220,7 +220,7 @@ func (l *Lab) lock() (func(), error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("another homelab lab command holds %s", l.lockPath())
+		return nil, fmt.Errorf("another homelab-lab command holds %s", l.lockPath())
 	}
 	return func() { f.Close() }, nil
 }
@@ -238,7 +238,7 @@ func ensureMarker(l *Lab) error {
 	if len(entries) > 0 {
 		return fmt.Errorf("%s is not empty and not a lab directory (no %s); choose another with $%s", l.Dir, marker, EnvDir)
 	}
-	return os.WriteFile(l.markerPath(), []byte("made by homelab lab; removed by homelab lab down\n"), 0o644)
+	return os.WriteFile(l.markerPath(), []byte("made by homelab-lab; removed by homelab-lab down\n"), 0o644)
 }
 
 // removeDirContents deletes what the lab wrote under its directory.

@@ -212,7 +212,7 @@ func bootSystemd(spec *bootSpec, specPath string) error {
 			return err
 		}
 		env := append(os.Environ(), envBootStage+"=2")
-		return syscall.Exec(unshare, []string{"unshare", "--cgroup", exe, "lab", "boot", specPath}, env)
+		return syscall.Exec(unshare, []string{"unshare", "--cgroup", exe, "boot", specPath}, env)
 	}
 	root := spec.Root
 	steps := []struct {

@@ -73,7 +73,7 @@ step "the Pulumi Go language host" bash "$here/build-language-go.sh" "$pulumi_di
 # language host lists them all whenever a Pulumi program starts (looking
 # for plugins), and in the lab's namespaces, which have no way out, each
 # one missing from the module cache printed a failed download into every
-# `homelab lab exec -- pulumi` command's output.
+# `homelab-lab exec -- pulumi` command's output.
 step "the project's Go modules" bash -c 'cd "$1" && go mod download all' _ "$here/../.."
 echo "setup: $SECONDS s in all" >&2
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools; for the Pulumi CLI: export PATH=$pulumi_dir:\$PATH)" >&2

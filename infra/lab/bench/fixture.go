@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (fx *fixture) close() error {
 		if _, serr := fx.lab.LoadState(); serr == nil {
 			start := time.Now()
 			if err = fx.lab.Down(false); err != nil {
-				err = fmt.Errorf("lab down %s: %w (finish with: HOMELAB_LAB_DIR=%s homelab lab down)", fx.dir, err, fx.dir)
+				err = fmt.Errorf("lab down %s: %w (finish with: HOMELAB_LAB_DIR=%s homelab-lab down)", fx.dir, err, fx.dir)
 			} else {
 				logf("lab down in %s", time.Since(start).Round(time.Millisecond))
 			}

@@ -1,5 +1,5 @@
-// Command bench is issue 4's benchmark. From one run on this machine it
-// prints:
+// Package bench is issue 4's benchmark, run as homelab-lab bench. From
+// one run on this machine it prints:
 //
 //  1. a fresh `homelab up` (clean lab, empty state) against its critical
 //     path: the longest dependency chain of the stack's resources, each
@@ -13,12 +13,12 @@
 // Run as root from the repository, with the tools cached
 // (infra/tools/setup.sh, which also runs build-pulumi.sh):
 //
-//	go run ./infra/lab/bench
+//	go build -o /usr/local/bin/ ./cmd/homelab-lab && homelab-lab bench
 //
 // It holds every lab slot of the machine (lab.TakeMachine) while its labs are up
 // and brings every lab it made down, also on failure or Ctrl-C. Timings are
 // reported, never asserted: they depend on the machine.
-package main
+package bench
 
 import (
 	"context"
@@ -44,7 +44,6 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 
 	"github.com/homelab-dev/homelab/infra/lab"
-	"github.com/homelab-dev/homelab/infra/provider"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 )
@@ -66,7 +65,7 @@ const (
 
 // flags is the bench's own set: the default one also holds the flags that
 // linked-in libraries register (glog's), which are not the bench's to offer.
-var flags = flag.NewFlagSet("bench", flag.ExitOnError)
+var flags = flag.NewFlagSet("bench", flag.ContinueOnError)
 
 var (
 	workers    = flags.String("workers", "4,25", "the lab sizes to measure, as worker counts beside the 3 control-plane nodes, in one run (4: inventory/lab.yaml; more add plain workers)")
@@ -74,26 +73,24 @@ var (
 	kubeadmLog = flags.String("kubeadm-log", "", "diagnosis: run the sequential script's kubeadm with --v=5 and keep its output in this directory (slows kubeadm a little)")
 )
 
-func main() {
-	// stack.Open links pulumi-resource-homelab to this binary: under that
-	// name the engine runs it as the provider plugin.
-	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
-		if err := provider.Serve(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		return
-	}
+// Main runs the benchmark with the command line's args (after "bench")
+// and returns the exit code: 2 for bad flags, 1 when a measurement
+// failed. The process must serve the provider plugin under its name
+// (stack.ProviderBinary), as homelab-lab does: stack.Open links the
+// plugin to the running binary.
+func Main(args []string) int {
 	flags.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: go run ./infra/lab/bench [-workers 4,25] [-progress] [-kubeadm-log DIR]\n"+
+		fmt.Fprintf(os.Stderr, "usage: homelab-lab bench [-workers 4,25] [-progress] [-kubeadm-log DIR]\n"+
 			"  (root; it takes every lab slot of the machine; both sizes took 5 minutes on one machine, 20 on a slower one)\n\n")
 		flags.PrintDefaults()
 	}
-	flags.Parse(os.Args[1:])
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
 	sizes, err := parseSizes(*workers)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
+		return 2
 	}
 	reps, err := run(sizes)
 	for _, rep := range reps {
@@ -102,8 +99,9 @@ func main() {
 	printScaling(os.Stdout, reps)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // parseSizes reads -workers: worker counts, ascending, no repeats.
@@ -182,7 +180,7 @@ func run(sizes []int) ([]*report, error) {
 	defer release()
 	ns := lab.NamesFor(lab.DefaultDir).Bridge()
 	if _, err := os.Stat("/run/netns/" + ns); err == nil {
-		return nil, fmt.Errorf("network namespace %s exists: the default lab is up beside the benchmark and would share the cores (homelab lab down first)", ns)
+		return nil, fmt.Errorf("network namespace %s exists: the default lab is up beside the benchmark and would share the cores (homelab-lab down first)", ns)
 	}
 	var reps []*report
 	for _, n := range sizes {

@@ -20,10 +20,6 @@ import (
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
-func init() {
-	subcommands = append(subcommands, newDrillCommand)
-}
-
 // drillReport is one drill in --json: the measurements, the prediction
 // and every cell compared.
 type drillReport struct {
@@ -33,8 +29,8 @@ type drillReport struct {
 	Mismatches int            `json:"mismatches"`
 }
 
-func newDrillCommand() *cobra.Command {
-	var path, layout, fail, how, stateDir, labDir string
+func newDrillCommand(labDir *string) *cobra.Command {
+	var path, layout, fail, how, stateDir string
 	var repeat, seconds int
 	var noBuild, asJSON bool
 	var svgPath string
@@ -96,13 +92,13 @@ with compare's prediction. It exits 1 when any cell differs.`,
 					return &exitError{code: 1, err: fmt.Errorf("--fail %s --how %s: %w", fail, how, err)}
 				}
 			}
-			l, err := lab.Open(labDir)
+			l, err := lab.Open(*labDir)
 			if err != nil {
 				return err
 			}
 			st, err := l.LoadState()
 			if err != nil {
-				return fmt.Errorf("the emulated homelab is not up (homelab lab up -f %s): %w", path, err)
+				return fmt.Errorf("the emulated homelab is not up (homelab-lab up -f %s): %w", path, err)
 			}
 			if os.Getenv(ssh.NetnsEnv) == "" {
 				os.Setenv(ssh.NetnsEnv, st.Names().GatewayPath())
@@ -201,7 +197,6 @@ with compare's prediction. It exits 1 when any cell differs.`,
 	cmd.Flags().IntVar(&repeat, "repeat", 1, "drills of each failure in a row (undone and recovered between them)")
 	cmd.Flags().IntVar(&seconds, "seconds", 15, "seconds to sample after each failure (Nodes turn NotReady after about 50)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "Pulumi state (default "+stack.DefaultStateDir()+")")
-	cmd.Flags().StringVar(&labDir, "lab-dir", "", "the emulated homelab's directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 	cmd.Flags().BoolVar(&noBuild, "no-build", false, "drill the cluster as it is (built in --layout already)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the drills, predictions and figures as JSON on stdout (progress on stderr)")
 	cmd.Flags().StringVar(&svgPath, "svg", "", "also plot the drills' timelines to this SVG file")

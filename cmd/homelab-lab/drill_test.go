@@ -18,7 +18,7 @@ func TestDrillBadInput(t *testing.T) {
 		{[]string{"--fail", "cp-1,cp-2,cp-3"}, []string{"--fail", "two"}},
 	}
 	for _, tc := range cases {
-		args := append([]string{"drill", "-f", "../../inventory/lab.yaml", "--state-dir", t.TempDir(), "--lab-dir", t.TempDir()}, tc.args...)
+		args := append([]string{"drill", "-f", "../../inventory/lab.yaml", "--state-dir", t.TempDir(), "--dir", t.TempDir()}, tc.args...)
 		_, stderr, code := run(t, args...)
 		if code == 0 {
 			t.Errorf("%v: accepted", tc.args)

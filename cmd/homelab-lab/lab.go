@@ -16,13 +16,10 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
-func init() {
-	subcommands = append(subcommands, newLabCommand)
-}
-
-func newLabCommand() *cobra.Command {
+func newRootCommand() *cobra.Command {
 	var dir string
 	open := func(cmd *cobra.Command) (*lab.Lab, error) {
 		l, err := lab.Open(dir)
@@ -33,12 +30,20 @@ func newLabCommand() *cobra.Command {
 		return l, nil
 	}
 	cmd := &cobra.Command{
-		Use:   "lab",
-		Short: "Run the emulated homelab: every inventory node as namespaces on this machine (root)",
+		Use:           "homelab-lab",
+		Short:         "Run the emulated homelab: every inventory node as namespaces on this machine (root)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		Long: `The emulated homelab runs each inventory node as a host made of Linux
 namespaces, with real sshd, keepalived, kubeadm, etcd and control-plane
 binaries. Lab addresses exist only inside the lab's namespaces; reach them
-with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
+with "homelab-lab ssh" and "homelab-lab exec", which is also how homelab
+itself reaches them:
+
+  homelab-lab up -f inventory/lab.yaml
+  homelab-lab exec -- homelab up -f inventory/lab.yaml
+
+homelab, the provisioner, knows nothing of the lab. See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "lab directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 
@@ -137,7 +142,7 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 				"-o", "HostKeyAlgorithms=ssh-ed25519",
 				"-p", strconv.Itoa(s.SSHPort),
 				"-l", s.SSHUser}
-			if len(args) == 1 && isTerminal(os.Stdin) {
+			if len(args) == 1 && term.IsTerminal(int(os.Stdin.Fd())) {
 				sshArgs = append(sshArgs, "-t")
 			}
 			sshArgs = append(sshArgs, n.Address)
@@ -154,8 +159,9 @@ with "homelab lab ssh" and "homelab lab exec". See docs/lab.md.`,
 		Long: `Runs COMMAND in the gateway namespace hl-gw, the only place lab addresses are
 reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 
-  homelab lab ssh cp-1 cat /etc/kubernetes/admin.conf > admin.conf
-  homelab lab exec -- kubectl --kubeconfig admin.conf get nodes`,
+  homelab-lab exec -- homelab up -f inventory/lab.yaml
+  homelab-lab ssh cp-1 cat /etc/kubernetes/admin.conf > admin.conf
+  homelab-lab exec -- kubectl --kubeconfig admin.conf get nodes`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := open(cmd)
@@ -236,7 +242,7 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 	}
 	replace := &cobra.Command{
 		Use:   "replace NODE",
-		Short: "Swap a node's hardware: blank disk, new host key, new MAC, same name and address (the provisioner's known_hosts keeps the old key: accept the new one with homelab hosts accept)",
+		Short: "Swap a node's hardware: blank disk, new host key, new MAC, same name and address (the provisioner's known_hosts keeps the old key: accept the new one with homelab-lab exec -- homelab hosts accept)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := open(cmd)
@@ -250,7 +256,7 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\n%s is a new machine: %s still has its old host key, so homelab refuses it until you accept the new one\n"+
-				"(its console: homelab lab ssh %s ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub; then homelab hosts accept %s -f FILE --fingerprint SHA256:...)\n",
+				"(its console: homelab-lab ssh %s ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub; then homelab-lab exec -- homelab hosts accept %s -f FILE --fingerprint SHA256:...)\n",
 				args[0], l.KnownHostsPath(), args[0], args[0])
 			return nil
 		},
@@ -281,7 +287,7 @@ reachable from, with the lab's kubectl, kubeadm and etcdctl first on PATH:
 			return lab.Boot(args[0])
 		},
 	}
-	cmd.AddCommand(up, down, status, ssh, execCmd, powerOff, powerOn, cut, uncut, replace, readdress, boot)
+	cmd.AddCommand(up, down, status, ssh, execCmd, powerOff, powerOn, cut, uncut, replace, readdress, boot, newDrillCommand(&dir), newBenchCommand())
 	return cmd
 }
 
@@ -309,11 +315,6 @@ func runInGateway(cmd *cobra.Command, l *lab.Lab, argv []string) error {
 		return &exitError{code: ee.ExitCode(), err: fmt.Errorf("%s exited with %d", argv[0], ee.ExitCode())}
 	}
 	return err
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func printStatus(ctx context.Context, w io.Writer, l *lab.Lab, howTo bool) error {
@@ -353,8 +354,8 @@ func printStatus(ctx context.Context, w io.Writer, l *lab.Lab, howTo bool) error
 	if howTo {
 		fmt.Fprintf(w, `
 Reach the nodes (lab addresses exist only inside the lab's namespaces):
-  homelab lab ssh NODE [COMMAND]      e.g. homelab lab ssh %s hostname
-  homelab lab exec -- COMMAND         runs in %s, e.g. kubectl, curl -k https://%s:6443/readyz
+  homelab-lab ssh NODE [COMMAND]      e.g. homelab-lab ssh %s hostname
+  homelab-lab exec -- COMMAND         runs in %s, e.g. homelab up -f FILE, kubectl, curl -k https://%s:6443/readyz
   SSH key %s, the provisioner's known_hosts %s (the lab's own: %s), user %s
   from Go: lab.Dialer (client-go rest.Config.Dial, grpc.WithContextDialer, ssh.NewClientConn)
 `, st.Nodes[0].Name, s.Names().Gateway(), firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), l.LabKnownHostsPath(), s.SSHUser)
