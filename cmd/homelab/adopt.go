@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/adopt"
 	"github.com/homelab-dev/homelab/infra/clusterlock"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -50,7 +51,7 @@ func newAdoptCommand() *cobra.Command {
 			defer cancel()
 			start := time.Now()
 			a, err := adopt.Prepare(ctx, adopt.Target{Inventory: inv, PrivateKey: key,
-				KnownHosts: inv.SSH.KnownHosts, From: from})
+				KnownHosts: inv.SSH.KnownHosts, From: from, Dial: ssh.DialFunc(dialer()), CommandLog: commandLog()})
 			if err != nil {
 				return err
 			}

@@ -57,7 +57,7 @@ func newDoctorCommand() *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
-				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer())})
+				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer()), CommandLog: commandLog()})
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/clusterlock"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -59,6 +60,7 @@ func etcdTarget(cmd *cobra.Command, f stackFlags) (etcdbackup.Target, error) {
 		return etcdbackup.Target{}, err
 	}
 	return etcdbackup.Target{Inventory: inv, Bundle: bundle, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts,
+		Dial: ssh.DialFunc(dialer()), CommandLog: commandLog(),
 		History: filepath.Join(filepath.Dir(stack.BundlePath(f.stateDir, name)), etcdbackup.HistoryFile), Log: cmd.ErrOrStderr()}, nil
 }
 

@@ -29,7 +29,7 @@ func withClusterLock(ctx context.Context, cmd *cobra.Command, inv *inventory.Inv
 	if err != nil {
 		return err
 	}
-	t := clusterlock.Target{Inventory: inv, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts, Dial: ssh.DialFunc(dialer())}
+	t := clusterlock.Target{Inventory: inv, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts, Dial: ssh.DialFunc(dialer()), CommandLog: commandLog()}
 	nodes := clusterlock.Connect(ctx, t)
 	me := clusterlock.Me(runCommand())
 	o.Warn = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+s) }

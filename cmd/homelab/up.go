@@ -207,6 +207,10 @@ func verifyAndReport(ctx context.Context, cmd *cobra.Command, s *stack.Stack, ou
 	return verr
 }
 
+// commandLog is the file HOMELAB_COMMAND_LOG names: every command run on
+// a node is appended to it. Read here, at the edge, and handed down.
+func commandLog() string { return os.Getenv(ssh.CommandLogEnv) }
+
 // dialer reaches the nodes from the namespace in HOMELAB_NETNS (the
 // emulated homelab's gateway), else directly.
 func dialer() verify.DialFunc {

@@ -40,9 +40,11 @@ type Target struct {
 	// etcd through; default the inventory's first control-plane node that
 	// has the cluster's CA key.
 	From string
-	// Dial opens SSH transport connections; default infra/ssh's (which
-	// honours HOMELAB_NETNS).
+	// Dial opens SSH transport connections; default a plain TCP dial from
+	// this process's namespace.
 	Dial ssh.DialFunc
+	// CommandLog, when set, receives every command run on a node.
+	CommandLog string
 }
 
 // Adoption is what Prepare found and decided.

@@ -59,13 +59,13 @@ func TestAdoptHandBuiltCluster(t *testing.T) {
 	t.Logf("figures: lab up %s", time.Since(start).Round(time.Millisecond))
 
 	mark := time.Now()
-	h := buildByHand(t, ctx, inv, key, l.KnownHostsPath(), "gpu-4")
+	h := buildByHand(t, ctx, l.Dial, inv, key, l.KnownHostsPath(), "gpu-4")
 	t.Logf("figures: cluster built by hand (kubeadm's own CA, gpu-4 left out) in %s", time.Since(mark).Round(time.Millisecond))
 
 	// Adopt: everything from here on is in the command log.
 	t.Setenv(ssh.CommandLogEnv, cmdLog)
 	mark = time.Now()
-	target := Target{Inventory: inv, PrivateKey: key, KnownHosts: l.KnownHostsPath()}
+	target := Target{Inventory: inv, PrivateKey: key, KnownHosts: l.KnownHostsPath(), Dial: l.Dial, CommandLog: cmdLog}
 	a, err := Prepare(ctx, target)
 	if err != nil {
 		t.Fatalf("adopt: %v", err)
@@ -315,7 +315,7 @@ type handBuilt struct {
 // our rendered files but no CA (kubeadm init generates its own), the CAs
 // copied by hand to the other control-plane nodes, kubeadm join configs
 // pinned to the CA kubeadm made; skip is left out.
-func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, key []byte, knownHosts, skip string) handBuilt {
+func buildByHand(t *testing.T, ctx context.Context, dial ssh.DialFunc, inv *inventory.Inventory, key []byte, knownHosts, skip string) handBuilt {
 	t.Helper()
 	throwaway, err := pki.New()
 	if err != nil {
@@ -327,7 +327,7 @@ func buildByHand(t *testing.T, ctx context.Context, inv *inventory.Inventory, ke
 	}
 	clients := map[string]*ssh.Client{}
 	for _, n := range inv.Nodes {
-		c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: inv.SSH.Port, User: inv.SSH.User, PrivateKey: key, KnownHosts: knownHosts})
+		c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: inv.SSH.Port, User: inv.SSH.User, PrivateKey: key, KnownHosts: knownHosts}, ssh.WithDialer(dial))
 		if err != nil {
 			t.Fatal(err)
 		}

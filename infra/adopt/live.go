@@ -127,11 +127,10 @@ func dialAll(ctx context.Context, t Target) (map[string]*ssh.Client, error) {
 	if user == "" {
 		user = "root"
 	}
-	var opts []ssh.Option
+	opts := []ssh.Option{ssh.WithCommandLog(t.CommandLog), ssh.WithRetry(5 * time.Second), ssh.WithTimeout(10 * time.Second)}
 	if t.Dial != nil {
 		opts = append(opts, ssh.WithDialer(t.Dial))
 	}
-	opts = append(opts, ssh.WithRetry(5*time.Second), ssh.WithTimeout(10*time.Second))
 	clients := map[string]*ssh.Client{}
 	errs := make([]error, len(inv.Nodes))
 	var mu sync.Mutex

@@ -206,15 +206,18 @@ type Target struct {
 	Inventory  *inventory.Inventory
 	PrivateKey []byte
 	KnownHosts string
-	// Dial opens SSH transport connections; default infra/ssh's.
+	// Dial opens SSH transport connections; default a plain TCP dial from
+	// this process's namespace.
 	Dial ssh.DialFunc
+	// CommandLog, when set, receives every command run on a node.
+	CommandLog string
 }
 
 // Connect dials the control-plane nodes at once, in the inventory's
 // order; an unreachable one comes back with its error. Close closes them.
 func Connect(ctx context.Context, t Target) []Node {
 	inv := t.Inventory // loaded, so its SSH port and user are set
-	opts := []ssh.Option{ssh.WithRetry(3 * time.Second), ssh.WithTimeout(10 * time.Second)}
+	opts := []ssh.Option{ssh.WithCommandLog(t.CommandLog), ssh.WithRetry(3 * time.Second), ssh.WithTimeout(10 * time.Second)}
 	if t.Dial != nil {
 		opts = append(opts, ssh.WithDialer(t.Dial))
 	}

@@ -35,6 +35,9 @@ type Target struct {
 	PrivateKey []byte
 	KnownHosts string
 	Dial       DialFunc
+	// CommandLog, when set, receives every command run on a node
+	// (ssh.WithCommandLog).
+	CommandLog string
 }
 
 // Status of one finding. Only Fail makes the report fail: Warn marks a

@@ -62,7 +62,7 @@ func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs strin
 		return dial(ctx, network, net.JoinHostPort(at, fmt.Sprint(port)))
 	}
 	return ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: keyAs, Port: port, User: inv.SSH.User, PrivateKey: d.t.PrivateKey, KnownHosts: d.t.KnownHosts},
-		ssh.WithDialer(redirect), ssh.WithRetry(0), ssh.WithTimeout(8*time.Second), ssh.WithKeepAlive(0))
+		ssh.WithDialer(redirect), ssh.WithCommandLog(d.t.CommandLog), ssh.WithRetry(0), ssh.WithTimeout(8*time.Second), ssh.WithKeepAlive(0))
 }
 
 func (d *doctor) probeNode(ctx context.Context, n inventory.Node) *nodeFacts {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,4 +79,73 @@ func TestDocumented(t *testing.T) {
 			t.Errorf("docs/design.md does not list `%s`", v)
 		}
 	}
+}
+
+// edges are the product's files that may read the environment: where a
+// process starts (its commands, the provider's Configure, the stack that
+// hands the engine its environment, SSH's OptionsFromEnv for those two)
+// and where the tools are found. Everything below them is handed what
+// they read, so a step, a check or a dial never depends on a variable
+// set or missing in the process that happens to run it.
+var edges = map[string]bool{
+	"infra/provider/config.go": true,
+	"infra/stack/stack.go":     true,
+	"infra/ssh/ssh.go":         true,
+	"infra/tools/tools.go":     true,
+}
+
+// The product outside its edges reads no environment variable (issue
+// 34): os.Getenv, os.LookupEnv and os.Environ appear only in cmd/ and the
+// files in edges. The emulated homelab (infra/lab) is no product, and a
+// tool's own test helpers (toolstest) are test support.
+func TestEnvironmentReadOnlyAtTheEdges(t *testing.T) {
+	root := filepath.Join("..", "..")
+	reads := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "cmd", "infra/lab", "infra/tools/toolstest":
+				return filepath.SkipDir
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || edges[rel] {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && reads[sel.Sel.Name] {
+				t.Errorf("%s reads the environment (os.%s): read it at an edge (%v, cmd/) and pass it down", rel, sel.Sel.Name, keys(edges))
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -25,9 +25,11 @@ type Target struct {
 	Bundle     *pki.Bundle
 	PrivateKey []byte
 	KnownHosts string
-	// Dial opens SSH transport connections; default infra/ssh's (which
-	// honours HOMELAB_NETNS).
+	// Dial opens SSH transport connections; default a plain TCP dial from
+	// this process's namespace.
 	Dial ssh.DialFunc
+	// CommandLog, when set, receives every command run on a node.
+	CommandLog string
 	// History is the file that lists the etcd cluster IDs this cluster
 	// has had (homelab writes it beside the secrets bundle).
 	History string
@@ -60,7 +62,7 @@ func (t Target) connect(ctx context.Context) []*node {
 	if user == "" {
 		user = "root"
 	}
-	opts := []ssh.Option{ssh.WithRetry(3 * time.Second), ssh.WithTimeout(10 * time.Second)}
+	opts := []ssh.Option{ssh.WithCommandLog(t.CommandLog), ssh.WithRetry(3 * time.Second), ssh.WithTimeout(10 * time.Second)}
 	if t.Dial != nil {
 		opts = append(opts, ssh.WithDialer(t.Dial))
 	}

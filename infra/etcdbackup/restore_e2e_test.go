@@ -145,6 +145,7 @@ func (d *drill) target(s *stack.Stack, bundle *pki.Bundle) etcdbackup.Target {
 		bundle = s.Bundle
 	}
 	return etcdbackup.Target{Inventory: s.Inv, Bundle: bundle, PrivateKey: key, KnownHosts: d.lab.KnownHostsPath(),
+		Dial: d.lab.Dial, CommandLog: d.cmdLog,
 		History: filepath.Join(d.stateDir, s.Inv.Cluster.Name, etcdbackup.HistoryFile), Log: testLog{d.t}}
 }
 
@@ -247,7 +248,7 @@ func (d *drill) etcdOf(ctx context.Context, node string) (*clientv3.Client, func
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	c, err := ssh.Dial(ctx, ssh.Target{Name: node, Address: n.Address, Port: 22, User: "root", PrivateKey: key, KnownHosts: d.lab.KnownHostsPath()})
+	c, err := ssh.Dial(ctx, ssh.Target{Name: node, Address: n.Address, Port: 22, User: "root", PrivateKey: key, KnownHosts: d.lab.KnownHostsPath()}, ssh.WithDialer(d.lab.Dial))
 	if err != nil {
 		d.t.Fatal(err)
 	}

@@ -51,10 +51,12 @@ type Config struct {
 }
 
 // Configure sets the provider up for this run: its settings from the
-// environment, one SSH connection per node (a node nobody used for half a
+// environment (the engine's, which homelab up or pulumi handed down: also
+// the namespace to dial from and the command log), one SSH connection per
+// node (a node nobody used for half a
 // minute is let go), and the real probes.
 func (c *Config) Configure(context.Context) error {
-	*c = newConfig(sshDialer(ssh.NewPool(30*time.Second)), realProbes)
+	*c = newConfig(sshDialer(ssh.NewPool(30*time.Second, ssh.OptionsFromEnv()...)), realProbes)
 	c.allowDestroy = nodeList(os.Getenv(EnvAllowDestroy))
 	c.renew = nodeList(os.Getenv(EnvRenewCertificates))
 	c.upgradeWithout = names(os.Getenv(EnvUpgradeWithout))

@@ -53,7 +53,7 @@ type dialer func(ctx context.Context, c Connection) (ssh.Executor, error)
 
 // sshDialer reaches real nodes through pool: SSH with the host key
 // checked against the connection's known_hosts, recorded in the command
-// log, from the namespace ssh.NetnsEnv names.
+// log, from the namespace ssh.NetnsEnv names (the pool's options).
 func sshDialer(pool *ssh.Pool) dialer {
 	return func(ctx context.Context, c Connection) (ssh.Executor, error) {
 		var opts []ssh.Option

@@ -25,7 +25,8 @@ type Event struct {
 	Cmd string `json:"cmd"`
 }
 
-// CommandLogEnv names a file that receives one JSON line per Event.
+// CommandLogEnv names a file that receives one JSON line per Event
+// (OptionsFromEnv, WithCommandLog).
 const CommandLogEnv = envvars.CommandLog
 
 // appendEvent appends e as one line to the log at path. One write on an

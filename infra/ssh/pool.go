@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
-	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +28,7 @@ const PoolSessions = 8
 // breaks with its machine, and a broken one is dropped from the pool).
 type Pool struct {
 	idle  time.Duration
+	base  []Option
 	mu    sync.Mutex
 	conns map[string]*shared
 }
@@ -42,17 +43,19 @@ type shared struct {
 }
 
 // NewPool makes a pool that closes a connection once nobody has held it
-// for idle.
-func NewPool(idle time.Duration) *Pool {
-	return &Pool{idle: idle, conns: map[string]*shared{}}
+// for idle, and dials every connection with base (before a Dial's own
+// options): one pool reaches its machines one way (one namespace, one
+// command log).
+func NewPool(idle time.Duration, base ...Option) *Pool {
+	return &Pool{idle: idle, base: base, conns: map[string]*shared{}}
 }
 
 // poolKey is who connects where and how: the same machine reached with
-// another key, user, known_hosts or namespace is another connection.
+// another key, user or known_hosts is another connection.
 func poolKey(t Target) string {
 	key := sha256.Sum256(t.PrivateKey)
 	return net.JoinHostPort(t.Address, strconv.Itoa(t.port())) + "|" + t.User + "|" +
-		hex.EncodeToString(key[:8]) + "|" + t.KnownHosts + "|" + os.Getenv(NetnsEnv)
+		hex.EncodeToString(key[:8]) + "|" + t.KnownHosts
 }
 
 // Dial returns a connection to t: the pool's, or one it dials with opts
@@ -69,7 +72,7 @@ func (p *Pool) Dial(ctx context.Context, t Target, opts ...Option) (Executor, er
 			s = &shared{ready: make(chan struct{})}
 			p.conns[key] = s
 			p.mu.Unlock()
-			c, err := Dial(ctx, t, opts...)
+			c, err := Dial(ctx, t, append(slices.Clone(p.base), opts...)...)
 			if err == nil {
 				c.sessions = make(chan struct{}, PoolSessions)
 			}

@@ -122,7 +122,8 @@ const (
 )
 
 // NetnsEnv, when set to a network namespace path (such as /run/netns/hl-gw),
-// makes the default dialer connect from inside that namespace.
+// makes a process dial its nodes from inside that namespace
+// (OptionsFromEnv).
 const NetnsEnv = envvars.Netns
 
 type options struct {
@@ -131,13 +132,36 @@ type options struct {
 	retry     time.Duration
 	keepAlive time.Duration
 	audit     []func(Event)
+	logPath   string
 }
 
 // Option changes how Dial connects.
 type Option func(*options)
 
-// WithDialer replaces the default dialer (see NetnsEnv).
+// WithDialer replaces the default dialer, a plain TCP dial from the
+// process's own network namespace.
 func WithDialer(d DialFunc) Option { return func(o *options) { o.dial = d } }
+
+// WithCommandLog appends every Event of the connection to the file at
+// path as a JSON line; a command whose line cannot be written does not
+// run. Empty: no log.
+func WithCommandLog(path string) Option { return func(o *options) { o.logPath = path } }
+
+// OptionsFromEnv are the options a process's environment asks for: the
+// namespace NetnsEnv names and the command log CommandLogEnv names. Only
+// a process's edges call it (homelab's commands, the provider's
+// Configure): below them, where a connection comes from and where it is
+// logged are passed explicitly.
+func OptionsFromEnv() []Option {
+	var opts []Option
+	if ns := os.Getenv(NetnsEnv); ns != "" {
+		opts = append(opts, WithDialer(netns.DialerFor(ns)))
+	}
+	if p := os.Getenv(CommandLogEnv); p != "" {
+		opts = append(opts, WithCommandLog(p))
+	}
+	return opts
+}
 
 // WithTimeout bounds each connection attempt: dial plus SSH handshake. It
 // does not bound the commands run later. Zero means DefaultTimeout.
@@ -198,12 +222,8 @@ func Dial(ctx context.Context, t Target, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	if o.dial == nil {
-		if ns := os.Getenv(NetnsEnv); ns != "" {
-			o.dial = netns.DialerFor(ns)
-		} else {
-			var d net.Dialer
-			o.dial = d.DialContext
-		}
+		var d net.Dialer
+		o.dial = d.DialContext
 	}
 	cfg := &gossh.ClientConfig{
 		User:              t.User,
@@ -233,7 +253,7 @@ func Dial(ctx context.Context, t Target, opts ...Option) (*Client, error) {
 		}
 		return nil, fmt.Errorf("ssh %s (%s): %w", node, addr, err)
 	}
-	c := &Client{node: node, hostKey: hk.accepted, conn: conn, audit: o.audit, logPath: os.Getenv(CommandLogEnv), closed: make(chan struct{})}
+	c := &Client{node: node, hostKey: hk.accepted, conn: conn, audit: o.audit, logPath: o.logPath, closed: make(chan struct{})}
 	if o.keepAlive > 0 {
 		go c.keepAlive(o.keepAlive)
 	}

@@ -237,10 +237,9 @@ func TestHostWithSeveralKeys(t *testing.T) {
 
 func TestAuditLog(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "commands.jsonl")
-	t.Setenv(CommandLogEnv, logPath)
 	var mu sync.Mutex
 	var events []Event
-	_, c := started(t, WithAudit(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
+	_, c := started(t, WithCommandLog(logPath), WithAudit(func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }))
 	ctx := context.Background()
 	const secret = "s3cr3t-token-0xDEADBEEF"
 	file := filepath.Join(t.TempDir(), "etc", "join.conf")
@@ -314,8 +313,7 @@ func TestAuditLog(t *testing.T) {
 }
 
 func TestAuditLogUnwritable(t *testing.T) {
-	t.Setenv(CommandLogEnv, filepath.Join(t.TempDir(), "missing-dir", "log"))
-	_, c := started(t)
+	_, c := started(t, WithCommandLog(filepath.Join(t.TempDir(), "missing-dir", "log")))
 	mark := filepath.Join(t.TempDir(), "mark")
 	if _, err := c.Run(context.Background(), "touch "+mark); err == nil {
 		t.Error("a command ran although the command log could not be written")
@@ -420,20 +418,39 @@ func running(cmd string, wait time.Duration) bool {
 	}
 }
 
-func TestNetnsEnv(t *testing.T) {
+// The environment is read where a process starts (OptionsFromEnv), never
+// by Dial itself: a connection dialled without those options leaves the
+// namespace and the log alone.
+func TestOptionsFromEnv(t *testing.T) {
 	e := newEnv(t)
 	hk := newEd25519(t)
 	e.startSSHD(port, hk)
+	logPath := filepath.Join(t.TempDir(), "commands.jsonl")
 	t.Setenv(NetnsEnv, e.ns)
+	t.Setenv(CommandLogEnv, logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, e.target(port, e.knownHosts(port, pub(t, hk))), WithRetry(0))
+	target := e.target(port, e.knownHosts(port, pub(t, hk)))
+	c, err := Dial(ctx, target, append(OptionsFromEnv(), WithRetry(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	if res, err := c.Run(ctx, "echo hi"); err != nil || string(res.Stdout) != "hi\n" {
 		t.Errorf("%q, %v", res.Stdout, err)
+	}
+	if data, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(data), "echo hi") {
+		t.Errorf("the command log named in the environment: %q, %v", data, err)
+	}
+	os.Remove(logPath)
+	// The node's address exists only in its namespace: from this one,
+	// with the environment unread, it cannot be reached.
+	if c, err := Dial(ctx, target, WithRetry(0), WithTimeout(2*time.Second)); err == nil {
+		c.Close()
+		t.Error("Dial read the namespace from the environment")
+	}
+	if _, err := os.Stat(logPath); err == nil {
+		t.Error("Dial read the command log from the environment")
 	}
 }
 

@@ -79,7 +79,7 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 		if user == "" {
 			user = "root"
 		}
-		c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: port, User: user, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts})
+		c, err := ssh.Dial(ctx, ssh.Target{Name: n.Name, Address: n.Address, Port: port, User: user, PrivateKey: key, KnownHosts: inv.SSH.KnownHosts}, ssh.OptionsFromEnv()...)
 		if err != nil {
 			return nil, err
 		}
