@@ -60,7 +60,7 @@ func addFileFlag(cmd *cobra.Command, path *string) {
 
 func newBenchCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "bench [-workers 4,25] [-progress] [-kubeadm-log DIR]",
+		Use:   "bench [-workers 4,25] [-runs 3] [-progress] [-kubeadm-log DIR]",
 		Short: "Measure a fresh up against its critical path and a sequential kubeadm script, and a no-op up (docs/benchmarks.md)",
 		// The benchmark parses its own flags (bench -h lists them).
 		DisableFlagParsing: true,
