@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"io"
 	"os"
 	"os/signal"
@@ -54,13 +55,13 @@ with compare's prediction. It exits 1 when any cell differs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repeat < 1 || seconds < 1 {
-				return &exitError{code: 2, err: fmt.Errorf("--repeat and --seconds must be at least 1")}
+				return command.Exit(2, fmt.Errorf("--repeat and --seconds must be at least 1"))
 			}
 			var one impact.Failure
 			if fail != "all" {
 				var err error
 				if one, err = drill.ParseFailure(fail, how); err != nil {
-					return &exitError{code: 2, err: err}
+					return command.Exit(2, err)
 				}
 			}
 			if stateDir == "" {
@@ -71,7 +72,7 @@ with compare's prediction. It exits 1 when any cell differs.`,
 			}
 			invPath, inv, err := drill.LayoutInventory(path, layout, stateDir)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return command.Exit(1, err)
 			}
 			// Every failure is checked before any machine changes; where
 			// anything dials does not depend on the certificates.
@@ -89,7 +90,7 @@ with compare's prediction. It exits 1 when any cell differs.`,
 			}
 			for _, f := range failures {
 				if err := shape.Check(f); err != nil {
-					return &exitError{code: 1, err: fmt.Errorf("--fail %s --how %s: %w", fail, how, err)}
+					return command.Exit(1, fmt.Errorf("--fail %s --how %s: %w", fail, how, err))
 				}
 			}
 			l, err := lab.Open(*labDir)
@@ -184,12 +185,12 @@ with compare's prediction. It exits 1 when any cell differs.`,
 				}
 			}
 			if differ > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d of %d drills differ from compare's prediction", differ, len(reports))}
+				return command.Exit(1, fmt.Errorf("%d of %d drills differ from compare's prediction", differ, len(reports)))
 			}
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	cmd.Flags().StringVar(&layout, "layout", "vip", "endpoint layout to build: vip, single-ip or dns")
 	cmd.Flags().StringVar(&fail, "fail", "", `node to fail, two as NODE1,NODE2, or "all": every failure compare lists`)
 	_ = cmd.MarkFlagRequired("fail")

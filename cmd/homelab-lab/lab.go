@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"io"
 	"os"
 	"os/exec"
@@ -312,7 +313,7 @@ func runInGateway(cmd *cobra.Command, l *lab.Lab, argv []string) error {
 	}
 	err = c.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
-		return &exitError{code: ee.ExitCode(), err: fmt.Errorf("%s exited with %d", argv[0], ee.ExitCode())}
+		return command.Exit(ee.ExitCode(), fmt.Errorf("%s exited with %d", argv[0], ee.ExitCode()))
 	}
 	return err
 }

@@ -7,56 +7,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/infra/lab/bench"
-	"github.com/homelab-dev/homelab/infra/provider"
-	"github.com/homelab-dev/homelab/infra/stack"
 )
 
-func main() {
-	// Drills and the benchmark open stacks, which link the provider plugin
-	// to this binary: the Pulumi engine runs it by that name.
-	if filepath.Base(os.Args[0]) == stack.ProviderBinary {
-		if err := provider.Serve(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "error:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	root := newRootCommand()
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(exitCode(err))
-	}
-}
-
-// exitError carries a specific exit code (a command run in the lab: its
-// own; a drill that differs from compare: 1; bad flags: 2).
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func exitCode(err error) int {
-	if e, ok := err.(*exitError); ok {
-		return e.code
-	}
-	return 1
-}
-
-func addFileFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVarP(path, "file", "f", "", "inventory file (YAML)")
-	_ = cmd.MarkFlagRequired("file")
-}
+// Drills and the benchmark open stacks, which link the provider plugin to
+// this binary: the Pulumi engine runs it by that name (command.Main).
+func main() { command.Main(newRootCommand) }
 
 func newBenchCommand() *cobra.Command {
 	return &cobra.Command{
@@ -66,7 +27,7 @@ func newBenchCommand() *cobra.Command {
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := bench.Main(args); code != 0 {
-				return &exitError{code: code, err: fmt.Errorf("the benchmark exited with %d", code)}
+				return command.Exit(code, fmt.Errorf("the benchmark exited with %d", code))
 			}
 			return nil
 		},

@@ -1,21 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"testing"
+
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 )
 
 // run runs homelab-lab with args as a user would, in this process.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	root := newRootCommand()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		errb.WriteString(err.Error())
-		return out.String(), errb.String(), exitCode(err)
-	}
-	return out.String(), errb.String(), 0
+	return command.Run(newRootCommand(), args...)
 }

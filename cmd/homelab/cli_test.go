@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,16 +12,7 @@ import (
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	root := newRootCommand()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		errb.WriteString(err.Error())
-		return out.String(), errb.String(), exitCode(err)
-	}
-	return out.String(), errb.String(), 0
+	return command.Run(newRootCommand(), args...)
 }
 
 const homelab = "../../inventory/homelab.yaml"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"strings"
 
@@ -33,7 +34,7 @@ consumer still reaches a working API. Nothing touches a machine.`,
 			switch format {
 			case "table", "markdown", "json":
 			default:
-				return &exitError{code: 2, err: fmt.Errorf("--format %q: use table, markdown or json", format)}
+				return command.Exit(2, fmt.Errorf("--format %q: use table, markdown or json", format))
 			}
 			base, err := loadInventory(path, cmd.ErrOrStderr())
 			if err != nil {
@@ -58,7 +59,7 @@ consumer still reaches a working API. Nothing touches a machine.`,
 				switch l {
 				case inventory.LayoutVIP, inventory.LayoutSingleIP, inventory.LayoutDNS:
 				default:
-					return &exitError{code: 1, err: fmt.Errorf("--layouts: %q is not a layout; use vip, single-ip or dns", l)}
+					return command.Exit(1, fmt.Errorf("--layouts: %q is not a layout; use vip, single-ip or dns", l))
 				}
 				inv, err := loadLayout(path, l, quiet(cmd))
 				if err != nil {
@@ -97,7 +98,7 @@ consumer still reaches a working API. Nothing touches a machine.`,
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	cmd.Flags().StringVar(&layouts, "layouts", "", "comma-separated layouts to compare (default: vip and single-ip, and dns when cluster.endpoint.dnsName is set)")
 	cmd.Flags().StringVar(&format, "format", "table", "table, markdown or json")
 	cmd.Flags().StringVar(&svgPath, "svg", "", "also write a heat-map (layout x failure x consumer) to this SVG file")

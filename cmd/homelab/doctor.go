@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,12 +64,12 @@ func newDoctorCommand() *cobra.Command {
 			}
 			rep.Write(cmd.OutOrStdout())
 			if !rep.OK() {
-				return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", len(rep.Failed()))}
+				return command.Exit(1, fmt.Errorf("%d check(s) failed", len(rep.Failed())))
 			}
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	cmd.Flags().StringVar(&secrets, "secrets", "", "secrets bundle (default: <state-dir>/<stack>/secrets.yaml)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default "+stack.DefaultStateDir()+")")
 	cmd.Flags().StringVar(&stackName, "stack", "", "stack name (default: the inventory's cluster name)")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"net"
 	"os"
 	"strconv"
@@ -49,7 +50,7 @@ func newHostsCommand() *cobra.Command {
 			return acceptHostKey(ctx, cmd, inv, n, fingerprint)
 		},
 	}
-	addFileFlag(accept, &path)
+	command.FileFlag(accept, &path)
 	accept.Flags().StringVar(&fingerprint, "fingerprint", "", "the SHA256 fingerprint you verified on the machine; required when not on a terminal")
 	cmd.AddCommand(accept)
 	return cmd

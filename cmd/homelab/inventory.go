@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"io"
 
 	"github.com/homelab-dev/homelab/inventory"
@@ -27,7 +28,7 @@ func load(loader func(string) (*inventory.Inventory, []*inventory.Problem, error
 	inv, warnings, err := loader(path)
 	printWarnings(w, warnings)
 	if err != nil {
-		return nil, &exitError{code: 1, err: err}
+		return nil, command.Exit(1, err)
 	}
 	return inv, nil
 }
@@ -36,11 +37,6 @@ func printWarnings(w io.Writer, warnings []*inventory.Problem) {
 	for _, p := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", p)
 	}
-}
-
-func addFileFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVarP(path, "file", "f", "", "inventory file (YAML)")
-	_ = cmd.MarkFlagRequired("file")
 }
 
 func newValidateCommand() *cobra.Command {
@@ -59,7 +55,7 @@ func newValidateCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	return cmd
 }
 
@@ -87,6 +83,6 @@ func newSANsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	return cmd
 }

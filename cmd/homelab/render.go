@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"path/filepath"
 
@@ -63,7 +64,7 @@ func newRenderCommand() *cobra.Command {
 			return nil
 		},
 	}
-	addFileFlag(cmd, &path)
+	command.FileFlag(cmd, &path)
 	cmd.Flags().StringVarP(&outDir, "output", "o", "", "directory to write into")
 	_ = cmd.MarkFlagRequired("output")
 	cmd.Flags().StringVar(&layout, "layout", "", "render in this endpoint layout instead of the inventory's: vip, single-ip or dns")
@@ -83,7 +84,7 @@ func loadLayout(path, layout string, cmd *cobra.Command) (*inventory.Inventory, 
 	warnings, err := inventory.Validate(inv)
 	printWarnings(cmd.ErrOrStderr(), warnings)
 	if err != nil {
-		return nil, &exitError{code: 1, err: fmt.Errorf("in the %s layout: %w", layout, err)}
+		return nil, command.Exit(1, fmt.Errorf("in the %s layout: %w", layout, err))
 	}
 	return inv, nil
 }
