@@ -3,10 +3,14 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/pki"
 )
 
 func TestWithWorkers(t *testing.T) {
@@ -54,5 +58,46 @@ func TestPSSOf(t *testing.T) {
 	}
 	if kb, err := pssOf("/proc/self/smaps_rollup"); err != nil || kb <= 0 {
 		t.Errorf("this process's PSS: %d, %v", kb, err)
+	}
+}
+
+// The script's sysctl step once ran a File's OnChange as a command after
+// it had become the name of a script: "sysctl" alone, which printed its
+// usage and stopped the benchmark. Every OnChange the lab's files carry
+// renders to the script the provider runs.
+func TestOnChangeRendersItsScript(t *testing.T) {
+	inv, _, err := inventory.Load(filepath.Join(tools.RepoRoot(), "inventory", "lab.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pki.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := roles.Render(inv, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, nf := range r.Nodes {
+		for _, f := range nf.Files {
+			if f.OnChange == "" {
+				continue
+			}
+			seen++
+			cmd, err := onChangeCommand(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(cmd, "# homelab: onchange/"+f.OnChange) {
+				t.Errorf("%s: %q renders\n%s", f.Path, f.OnChange, cmd)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no file of the lab carries an OnChange: the test checks nothing")
+	}
+	if _, err := onChangeCommand(file.File{Path: "/etc/x", OnChange: "sysctl -p"}); err == nil {
+		t.Error("an OnChange that names no script was run as a command")
 	}
 }

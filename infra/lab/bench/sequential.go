@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/provider"
+	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/pki"
@@ -118,7 +120,11 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 			if f.OnChange == "" {
 				continue
 			}
-			if _, err := run(n, "sysctl", f.OnChange); err != nil {
+			cmd, err := onChangeCommand(f)
+			if err != nil {
+				return 0, nil, fmt.Errorf("%s: %w", n.Name, err)
+			}
+			if _, err := run(n, f.OnChange, cmd); err != nil {
 				return 0, nil, err
 			}
 		}
@@ -242,4 +248,14 @@ func sequential(ctx context.Context, invPath, kubeadmLog string) (time.Duration,
 	}
 	done("labels, taints, RuntimeClass")
 	return time.Since(start), phases, nil
+}
+
+// onChangeCommand is what the node runs after writing f: the script its
+// OnChange names (infra/scripts/onchange), as the provider's File runs it.
+func onChangeCommand(f file.File) (string, error) {
+	name := "onchange/" + f.OnChange
+	if !slices.Contains(scripts.Names(), name) {
+		return "", fmt.Errorf("%s: onChange %q names no script under infra/scripts/onchange", f.Path, f.OnChange)
+	}
+	return scripts.Render(name, struct{ Path string }{f.Path}).String(), nil
 }
