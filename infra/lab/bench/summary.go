@@ -32,11 +32,19 @@ func spreadOf(xs []float64) spread {
 	return spread{median: m, lo: s[0], hi: s[len(s)-1], n: len(s)}
 }
 
+// seconds and times print a spread; a figure no run reached prints as
+// a dash, not as a zero that reads like a measurement.
 func (s spread) seconds() string {
+	if s.n == 0 {
+		return "-\t-"
+	}
 	return fmt.Sprintf("%.1f s\t%.1f–%.1f s", s.median, s.lo, s.hi)
 }
 
 func (s spread) times() string {
+	if s.n == 0 {
+		return "-\t-"
+	}
 	return fmt.Sprintf("%.2fx\t%.2f–%.2fx", s.median, s.lo, s.hi)
 }
 
@@ -106,6 +114,9 @@ func (g goal) targetText() string {
 // with their spread, each ratio taken within a run. The no-op must also
 // change nothing and run nothing in every run.
 func printSummary(out io.Writer, workers int, runs []*report) {
+	if len(runs) == 0 {
+		return
+	}
 	sec := func(d time.Duration) (float64, bool) { return d.Seconds(), d > 0 }
 	fmt.Fprintf(out, "\nsummary, %d nodes, %d runs (median, then least–greatest):\n", 3+workers, len(runs))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
