@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/inventory"
 )
 

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"io"
 
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/spf13/cobra"
 )

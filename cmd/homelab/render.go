@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"os"
 	"path/filepath"
 
+	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/infra/stack"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
