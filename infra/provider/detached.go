@@ -86,6 +86,20 @@ type detachedArgs struct {
 	// Cmd is what the run runs, a whole rendered script (detached/start
 	// alone): the node's sh runs it with its own name line and header.
 	Cmd string
+	// Ticks is how many fifths of a second detached/poll waits on the
+	// node for the run to end before it answers.
+	Ticks int
+}
+
+// pollWait is how long one poll waits on the node for a run to end:
+// long enough that a kubeadm run costs a few SSH sessions rather than
+// one a second, short enough that a bound or a lost run is noticed soon.
+const pollWait = 10 * time.Second
+
+// detachedPoll waits up to pollWait on the node for the run in d to end,
+// then tells how it stands.
+func detachedPoll(d string) scripts.Script {
+	return scripts.Render("detached/poll", detachedArgs{Dir: d, Ticks: int(pollWait / (200 * time.Millisecond))})
 }
 
 // detachedStart starts cmd, a rendered script's text, detached in d,
@@ -96,13 +110,20 @@ func detachedStart(d, tag, cmd string) scripts.Script {
 
 // awaitDetached polls for the run's exit code, then collects (removes) it.
 func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (string, error) {
-	poll := scripts.Render("detached/poll", detachedArgs{Dir: d})
+	poll := detachedPoll(d)
 	remove := scripts.Render("detached/remove", detachedArgs{Dir: d})
 	for lost := 0; ; {
 		out, _, err := query(ctx, c, poll)
+		if err != nil && ctx.Err() != nil {
+			// The bound ran out while the poll waited on the node.
+			return "", runningNow(ctx, c, node, what, d)
+		}
 		if err != nil {
 			return "", fmt.Errorf("%s: waiting for %s: %w", node, what, err)
 		}
+		// The poll waited on the node already; the pause only keeps a
+		// node that answers at once from being asked in a tight loop.
+		pause := 200 * time.Millisecond
 		first, rest, _ := strings.Cut(out, "\n")
 		switch {
 		case strings.HasPrefix(first, "rc="):
@@ -121,11 +142,12 @@ func awaitDetached(ctx context.Context, c ssh.Executor, node, what, d string) (s
 				_, _ = c.Run(ctx, remove.String())
 				return "", fmt.Errorf("%s: %s stopped without finishing (the node rebooted?): run up again", node, what)
 			}
+			pause = time.Second
 		}
 		select {
 		case <-ctx.Done():
 			return "", runningNow(ctx, c, node, what, d)
-		case <-time.After(time.Second):
+		case <-time.After(pause):
 		}
 	}
 }

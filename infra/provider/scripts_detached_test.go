@@ -16,7 +16,7 @@ func TestDetachedScriptsGolden(t *testing.T) {
 	d := runsDir + "/" + joinRun
 	inner := scripts.Render("detached/remove", detachedArgs{Dir: runsDir + "/" + aptRun})
 	scriptstest.Golden(t, detachedStart(d, "0123456789abcdef", inner.String()), "")
-	scriptstest.Golden(t, scripts.Render("detached/poll", detachedArgs{Dir: d}), "")
+	scriptstest.Golden(t, detachedPoll(d), "")
 	scriptstest.Golden(t, scripts.Render("detached/remove", detachedArgs{Dir: d}), "")
 	scriptstest.Golden(t, scripts.Render("detached/process", detachedArgs{Dir: d}), "")
 }
@@ -70,5 +70,47 @@ func TestDetachedRunsARenderedScript(t *testing.T) {
 	sh(scripts.Render("detached/remove", detachedArgs{Dir: d}))
 	if _, err := os.Stat(d); !os.IsNotExist(err) {
 		t.Errorf("the run's directory after remove: %v", err)
+	}
+}
+
+// One poll waits on the node for the run to end and answers within a
+// fifth of a second of it, and it answers at once for a run whose
+// process is gone: it neither misses an end nor sits out its wait on a
+// run that can no longer end. Run here, in sh, as on a node.
+func TestDetachedPollWaitsForTheEnd(t *testing.T) {
+	sh := func(s string) string {
+		t.Helper()
+		out, err := exec.Command("sh", "-c", s).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return string(out)
+	}
+	d := filepath.Join(t.TempDir(), "runs", "step")
+	if out := sh(detachedStart(d, "0123456789abcdef", "sleep 1; echo done").String()); out != "started\n" {
+		t.Fatalf("start: %q", out)
+	}
+	began := time.Now()
+	if out := sh(detachedPoll(d).String()); out != "rc=0\ndone\n" {
+		t.Errorf("one poll of a run that ends after a second: %q, want its end", out)
+	}
+	if waited := time.Since(began); waited >= pollWait {
+		t.Errorf("the poll answered after %s, its whole wait: it did not see the end", waited)
+	}
+
+	lost := filepath.Join(t.TempDir(), "runs", "lost")
+	if err := os.MkdirAll(lost, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A pid no process has: the kernel's pid_max is far below it.
+	if err := os.WriteFile(filepath.Join(lost, "pid"), []byte("2147483647\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	if out := sh(detachedPoll(lost).String()); out != "lost\n" {
+		t.Errorf("a poll of a run whose process is gone: %q, want lost", out)
+	}
+	if waited := time.Since(began); waited > pollWait/2 {
+		t.Errorf("the poll of a lost run answered after %s: it sat out its wait", waited)
 	}
 }
