@@ -73,7 +73,10 @@ step "the Pulumi Go language host" bash "$here/build-language-go.sh" "$pulumi_di
 # language host lists them all whenever a Pulumi program starts (looking
 # for plugins), and in the lab's namespaces, which have no way out, each
 # one missing from the module cache printed a failed download into every
-# `homelab-lab exec -- pulumi` command's output.
-step "the project's Go modules" bash -c 'cd "$1" && go mod download all' _ "$here/../.."
+# `homelab-lab exec -- pulumi` command's output. Downloaded through a
+# copy of go.mod, whose go.sum takes the hashes of the modules no build
+# needs: written into the checkout's go.sum, they left it changed after
+# README command 1, and a later `go mod tidy` removes them again.
+step "the project's Go modules" bash -c 'tmp=$(mktemp -d) && cp "$1/go.mod" "$1/go.sum" "$tmp/" && cd "$1" && GOFLAGS="-modfile=$tmp/go.mod" go mod download all; rc=$?; rm -rf "$tmp"; exit "$rc"' _ "$here/../.."
 echo "setup: $SECONDS s in all" >&2
 echo "setup: ready (tools cached under ${HOMELAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/homelab}/tools; for the Pulumi CLI: export PATH=$pulumi_dir:\$PATH)" >&2
