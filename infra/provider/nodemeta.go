@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -69,27 +70,33 @@ func (NodeMeta) Create(ctx context.Context, req infer.CreateRequest[NodeMetaArgs
 	return infer.CreateResponse[NodeMetaState]{ID: in.Node, Output: st}, applyMeta(ctx, in, NodeMetaArgs{})
 }
 
-// getNode reads the Node; nil when the cluster has none of that name.
 // applyMeta sets the declared labels and taints and removes those the
 // previous declaration had and this one dropped. It waits for the Node to
-// register (a kubelet does so seconds after join).
+// register (a kubelet does so seconds after join), asking through the
+// read batch: the NodeMetas of nodes that joined together wait on one
+// kubectl run on the via node rather than one each.
 func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	c, err := dial(ctx, in.Via)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	wait := scripts.Render("kubectl/node-registered", nodeArgs{Kubectl: kubectl, Node: in.Node})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, code, err := query(ctx, c, wait)
-		if err != nil {
-			return err
-		}
-		if code == 0 {
+		_, found, err := configOf(ctx).batches.nodes.get(ctx, in.Via, c, in.Node)
+		if found {
 			break
 		}
+		// The API not answering for a moment (an apiserver restarting
+		// behind the endpoint) is waited out like a Node not there yet.
+		var refused *apiRefused
+		if err != nil && !errors.As(err, &refused) {
+			return err
+		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("Node %s: the API did not answer through %s for 2 minutes: %w", in.Node, in.Via.Node, err)
+			}
 			return fmt.Errorf("Node %s did not register within 2 minutes: is its kubelet running?", in.Node)
 		}
 		select {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -36,12 +37,6 @@ func serveNodeObject(via *fakeNode, obj *fakeNodeObject) {
 		return true
 	}
 	refused := ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}
-	via.onScriptFunc("kubectl/node-registered", func(cmd string) (ssh.Result, error) {
-		if obj.down || !about(cmd) {
-			return refused, nil
-		}
-		return ssh.Result{}, nil
-	})
 	via.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
 		if obj.down || !about(cmd) {
 			return refused, nil
@@ -209,16 +204,21 @@ func TestNodeMetaUnreadable(t *testing.T) {
 	}
 }
 
-// The Nodes a refresh reads through one control-plane node come from one
-// kubectl, which prints several as a List; a Node not registered yet is
-// left out of it and read as having nothing.
-func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
+// threeNodeBatches is a fake lab whose Node reads through cp-1 run three
+// at a time, once all three are in, however slow the machine.
+func threeNodeBatches(t *testing.T) (*fakeLab, context.Context, *fakeNode) {
 	lab := newFakeLab(t)
 	batches := newReadBatches()
 	batches.nodes.window, batches.nodes.max = 500*time.Millisecond, 3
 	lab.config().batches = batches
-	ctx := lab.ctx()
-	cp1 := lab.node("cp-1")
+	return lab, lab.ctx(), lab.node("cp-1")
+}
+
+// The Nodes a refresh reads through one control-plane node come from one
+// kubectl, which prints several as a List; a Node not registered yet is
+// left out of it and read as having nothing.
+func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
+	lab, ctx, cp1 := threeNodeBatches(t)
 	cp1.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
 		var items []map[string]any
 		for _, n := range []string{"gpu-1", "gpu-2"} {
@@ -249,5 +249,66 @@ func TestNodeMetaReadsShareOneKubectl(t *testing.T) {
 	}
 	if len(cp1.events) != 1 {
 		t.Errorf("%d commands, want one kubectl: %v", len(cp1.events), cp1.events)
+	}
+}
+
+// NodeMetas created together (the workers' joins end together) wait for
+// their Nodes in one kubectl per round, and a round that finds none, or
+// an API that does not answer for a moment, is waited out rather than
+// failing the step.
+func TestNodeMetaCreatesWaitTogether(t *testing.T) {
+	lab, ctx, cp1 := threeNodeBatches(t)
+	names := []string{"gpu-1", "gpu-2", "gpu-3"}
+	var mu sync.Mutex
+	rounds := 0
+	applied := map[string]int{}
+	cp1.onScriptFunc("kubectl/nodes-get", func(cmd string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		rounds++
+		switch rounds {
+		case 1: // no kubelet registered yet
+			return ssh.Result{}, nil
+		case 2:
+			return ssh.Result{Stderr: []byte("The connection to the server 10.0.0.100:6443 was refused\n"), ExitCode: 1}, nil
+		}
+		var items []map[string]any
+		for _, n := range names {
+			if strings.Contains(cmd, shell.Quote(n)) {
+				items = append(items, map[string]any{"kind": "Node", "metadata": map[string]any{"name": n}})
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"kind": "List", "items": items})
+		return ssh.Result{Stdout: b}, nil
+	})
+	cp1.onScriptFunc("kubectl/node-meta", func(cmd string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range names {
+			if strings.Contains(cmd, " node "+shell.Quote(n)+" ") {
+				applied[n]++
+			}
+		}
+		return ssh.Result{}, nil
+	})
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() {
+			in := NodeMetaArgs{Via: lab.conn("cp-1"), Node: n, Labels: map[string]string{"role": "gpu"}}
+			_, errs[i] = (NodeMeta{}).Create(ctx, infer.CreateRequest[NodeMetaArgs]{Inputs: in})
+		})
+	}
+	wg.Wait()
+	for i, n := range names {
+		if errs[i] != nil {
+			t.Errorf("%s: %v", n, errs[i])
+		}
+		if applied[n] != 1 {
+			t.Errorf("%s labelled %d times, want once", n, applied[n])
+		}
+	}
+	if rounds != 3 {
+		t.Errorf("%d kubectl runs for the three Nodes, want 3 rounds of one (none registered, the API away, all there)", rounds)
 	}
 }

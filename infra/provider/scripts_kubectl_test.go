@@ -8,7 +8,6 @@ import (
 )
 
 func TestKubectlScriptsGolden(t *testing.T) {
-	scriptstest.Golden(t, scripts.Render("kubectl/node-registered", nodeArgs{Kubectl: kubectl, Node: "gpu-1"}), "")
 	scriptstest.Golden(t, scripts.Render("kubectl/nodes-get", nodesArgs{Kubectl: kubectl, Names: []string{"gpu-1", "gpu-2"}}), "")
 	old := NodeMetaArgs{Node: "gpu-1", Labels: map[string]string{"homelab.dev/role": "gpu", "nvidia.com/gpu.present": "true"},
 		Taints: []Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}, {Key: "dedicated", Effect: "NoExecute"}}}
