@@ -312,11 +312,13 @@ func convergeServing(ctx context.Context, in KubeletServingArgs) (KubeletServing
 	refused := map[string]error{}
 	deadline := time.Now().Add(servingWait)
 	for {
-		list, err := listCSRs(ctx, v)
+		// Through the read batch: the nodes that joined together ask
+		// for their requests in one kubectl run on the via node.
+		pending, _, err := configOf(ctx).batches.servingCSRs.get(ctx, in.Via, v, in.Node)
 		if err != nil {
 			return st, fmt.Errorf("%s: %w", in.Via.Node, err)
 		}
-		for _, csr := range pendingServing(list)[in.Node] {
+		for _, csr := range pending {
 			if err := servingcert.Check(csr, node); err != nil {
 				if _, seen := refused[csr.Name]; !seen {
 					p.GetLogger(ctx).Warningf("%s's kubelet asks for a serving certificate up does not approve (CSR %s): %v", in.Node, csr.Name, oneLine(err))
