@@ -83,6 +83,7 @@ var stages = []struct {
 	{"hosts", (*build).hosts},
 	{"kubernetes upgrade", (*build).upgrade},
 	{"control-plane files and keepalived", (*build).controlPlanes},
+	{"control-plane images", (*build).images},
 	{"revival", (*build).revival},
 	{"bootstrap", (*build).bootstrap},
 	{"control-plane joins", (*build).controlPlaneJoins},
@@ -205,6 +206,41 @@ func (b *build) controlPlanes() error {
 	return nil
 }
 
+// bootFirst lists the control-plane nodes, the bootstrap node first.
+func (b *build) bootFirst() []inventory.Node {
+	return append([]inventory.Node{b.boot}, slices.DeleteFunc(slices.Clone(b.cps), func(n inventory.Node) bool { return n.Name == b.boot.Name })...)
+}
+
+// images: each control-plane node pulls kubeadm's images once its init
+// config (which names them) is written, so its init or join only starts
+// them. The bootstrap node's pull holds up the init, so it pulls alone;
+// the others pull while it bootstraps. A homelab's nodes share one
+// uplink, and pulls beside the bootstrap node's would slow it.
+func (b *build) images() error {
+	order := b.bootFirst()
+	var first pulumi.Resource
+	for _, n := range order {
+		deps := b.planes[n.Name].files.get(kubeadm.InitConfigPath)
+		if first != nil {
+			deps = append(deps, first)
+		}
+		images, err := register(b.ctx, "KubeadmImages", n.Name, pulumi.Map{
+			"connection":        connection(b.cfg, n),
+			"configPath":        pulumi.String(kubeadm.InitConfigPath),
+			"kubernetesVersion": pulumi.String(b.inv.Cluster.KubernetesVersion),
+			"ignorePreflight":   pulumi.ToStringArray(b.cfg.IgnorePreflight),
+		}, &KubeadmImagesHandle{}, pulumi.Parent(b.planes[n.Name]), pulumi.DependsOn(deps))
+		if err != nil {
+			return err
+		}
+		if first == nil {
+			first = images
+		}
+		b.fileDeps[n.Name] = append(b.fileDeps[n.Name], images)
+	}
+	return nil
+}
+
 // revival comes before anything that needs the API or etcd, which a
 // control plane whose certificates expired cannot serve: everything that
 // does follows the bootstrap, which waits for it. It needs every
@@ -269,7 +305,7 @@ func (b *build) bootstrap() error {
 // bootstrap node first (its init made it one): each grows etcd by a
 // member, and two at once can lose quorum while both are learners.
 func (b *build) controlPlaneJoins() error {
-	order := append([]inventory.Node{b.boot}, slices.DeleteFunc(slices.Clone(b.cps), func(n inventory.Node) bool { return n.Name == b.boot.Name })...)
+	order := b.bootFirst()
 	last := pulumi.Resource(b.init)
 	for _, n := range order {
 		j, err := declareJoin(b.ctx, b.planes[n.Name], b.cfg, b.r, n, b.via, peersOf(b.cfg, b.cps, n.Name),

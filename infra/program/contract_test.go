@@ -34,6 +34,7 @@ var argsOf = map[string]any{
 	pkg + "ControlPlaneRevival": provider.ControlPlaneRevivalArgs{},
 	pkg + "KubernetesUpgrade":   provider.KubernetesUpgradeArgs{},
 	pkg + "KubeletServing":      provider.KubeletServingArgs{},
+	pkg + "KubeadmImages":       provider.KubeadmImagesArgs{},
 }
 
 // Every input the program registers is one the provider decodes, with the

@@ -216,6 +216,55 @@ func TestReorderedNodesDeclareTheSameResources(t *testing.T) {
 
 // single-ip: the endpoint node bootstraps the cluster, wherever it is
 // listed; it has no join config, since it would join through itself.
+// Each control-plane node pulls kubeadm's images before its init or join,
+// after only its init config; the bootstrap node alone first, the others
+// while it bootstraps; workers pull nothing ahead.
+func TestImagesPulledBeforeTheChain(t *testing.T) {
+	for _, tc := range []struct {
+		layout, boot string
+		others       []string
+	}{
+		{inventory.LayoutVIP, "cp-1", []string{"cp-2", "cp-3"}},
+		{inventory.LayoutSingleIP, "cp-2", []string{"cp-1", "cp-3"}},
+	} {
+		m := runMockedWith(t, func(inv *inventory.Inventory) {
+			inv.Cluster.Endpoint.Layout = tc.layout
+			if tc.layout == inventory.LayoutSingleIP {
+				inv.Cluster.Endpoint.Node = tc.boot
+			}
+		})
+		const images, join, file = "homelab:index:KubeadmImages", "homelab:index:KubeadmJoin", "homelab:index:File"
+		if !dependsOn(m.get(t, "homelab:index:KubeadmInit", "homelab"), images, tc.boot) {
+			t.Errorf("%s: the init does not wait for %s's images", tc.layout, tc.boot)
+		}
+		for _, n := range append([]string{tc.boot}, tc.others...) {
+			im := m.get(t, images, n)
+			if !dependsOn(im, file, n+":/etc/kubernetes/kubeadm/init.yaml") || dependsOn(im, file, n+":/etc/kubernetes/pki/ca.key") {
+				t.Errorf("%s: %s's images wait for other than its init config: %v", tc.layout, n, im.deps)
+			}
+			if dependsOn(im, "homelab:index:KubeadmInit", "homelab") {
+				t.Errorf("%s: %s's images wait for the init", tc.layout, n)
+			}
+			if !dependsOn(m.get(t, join, n), images, n) {
+				t.Errorf("%s: %s joins before its images are pulled", tc.layout, n)
+			}
+			if im.inputs["kubernetesVersion"].StringValue() == "" {
+				t.Errorf("%s: %s's images name no version", tc.layout, n)
+			}
+		}
+		for _, n := range tc.others {
+			if !dependsOn(m.get(t, images, n), images, tc.boot) {
+				t.Errorf("%s: %s pulls beside the bootstrap node's pull", tc.layout, n)
+			}
+		}
+		for key := range m.all {
+			if strings.HasPrefix(key, images+"/gpu-") {
+				t.Errorf("a worker pulls ahead: %s", key)
+			}
+		}
+	}
+}
+
 func TestSingleIPBootstrapsOnTheEndpointNode(t *testing.T) {
 	m := runMockedWith(t, func(inv *inventory.Inventory) {
 		inv.Cluster.Endpoint.Layout, inv.Cluster.Endpoint.Node = inventory.LayoutSingleIP, "cp-2"

@@ -79,3 +79,7 @@ type KubernetesUpgradeHandle struct {
 type KubeletServingHandle struct {
 	pulumi.CustomResourceState
 }
+
+type KubeadmImagesHandle struct {
+	pulumi.CustomResourceState
+}

@@ -34,6 +34,7 @@ func New() (p.Provider, error) {
 			infer.Resource(&Package{}),
 			infer.Resource(&KubeadmInit{}),
 			infer.Resource(&KubeadmJoin{}),
+			infer.Resource(&KubeadmImages{}),
 			infer.Resource(&NodeMeta{}),
 			infer.Resource(&Manifest{}),
 			infer.Resource(&EtcdMembers{}),
@@ -77,6 +78,9 @@ var (
 	// A departing control-plane node's member goes with its KubeadmJoin's
 	// delete; the list itself has nothing to undo.
 	_ resource[EtcdMembersArgs, EtcdMembersState] = (*EtcdMembers)(nil)
+	// Images are a cache: removal leaves them to the node's reset and
+	// the kubelet's garbage collection.
+	_ resource[KubeadmImagesArgs, KubeadmImagesState] = (*KubeadmImages)(nil)
 
 	_ removable[FileArgs, FileState]                               = (*File)(nil)
 	_ removable[ServiceArgs, ServiceState]                         = (*Service)(nil)

@@ -256,3 +256,14 @@ func (k *KubeletServingState) Annotate(a infer.Annotator) {
 	a.Describe(&k.LiveCA, "The cluster CA certificate the node holds, read live.")
 	a.Describe(&k.LivePending, "The node's pending serving CSRs that up would approve, read live.")
 }
+
+func (k *KubeadmImagesArgs) Annotate(a infer.Annotator) {
+	a.Describe(&k.Connection, "How the control-plane node is reached.")
+	a.Describe(&k.ConfigPath, "The node's kubeadm init configuration, which names the images (kubeadm config images pull --config).")
+	a.Describe(&k.KubernetesVersion, "The declared Kubernetes version: a new one pulls its images again.")
+	a.Describe(&k.IgnorePreflight, "kubeadm's preflight errors to ignore: with ImagePull (or all) among them the pull is left to the user, as kubeadm leaves it.")
+}
+
+func (k *KubeadmImagesState) Annotate(a infer.Annotator) {
+	a.Describe(&k.Pulled, "The images kubeadm reported pulled, by reference; empty when the pull was left to the user.")
+}

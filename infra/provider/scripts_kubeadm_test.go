@@ -18,6 +18,7 @@ func TestKubeadmScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, joinScript(join), "")
 	join.IgnorePreflight = []string{"NumCPU"}
 	scriptstest.Golden(t, joinScript(join), "ignore-preflight")
+	scriptstest.Golden(t, imagesPull("/etc/kubernetes/kubeadm/init.yaml"), "")
 	scriptstest.Golden(t, scripts.Render("kubeadm/upload-config", uploadConfigArgs{Config: "/etc/kubernetes/kubeadm/init.yaml"}), "")
 	scriptstest.Golden(t, scripts.Render("kubeadm/etcd-aside", etcdAside), "")
 	scriptstest.Golden(t, resetKeepingCAs(), "")
