@@ -114,6 +114,23 @@ func must(ctx context.Context, c ssh.Executor, node, what string, s scripts.Scri
 	return string(r.Stdout), nil
 }
 
+// mustAPI is must for an idempotent kubectl command that changes the
+// cluster (approve, label, delete --ignore-not-found): run again while
+// the endpoint blips, since a moment without an apiserver behind the VIP
+// is what a control-plane node joining or restarting looks like, and it
+// failed a whole up once (CI, TestRealClusterInTheLab: an approval met a
+// TLS handshake timeout while cp-3 joined).
+func mustAPI(ctx context.Context, c ssh.Executor, node, what string, s scripts.Script) (string, error) {
+	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return c.Run(ctx, s.String()) })
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", node, what, err)
+	}
+	if r.ExitCode != 0 {
+		return "", fmt.Errorf("%s: %s failed (exit %d):\n%s", node, what, r.ExitCode, tail(redact(string(r.Stdout)+string(r.Stderr)), 40))
+	}
+	return string(r.Stdout), nil
+}
+
 // query runs a read-only command; the exit code is the caller's business.
 func query(ctx context.Context, c ssh.Executor, s scripts.Script) (string, int, error) {
 	r, err := c.Query(ctx, s.String())

@@ -391,7 +391,7 @@ func forgetNode(ctx context.Context, st KubeadmJoinState, drained func()) error 
 		if drained != nil {
 			drained()
 		}
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("kubectl/delete-node", a)); err != nil {
+		if _, err := mustAPI(ctx, cl, clNode, "deleting Node "+node, scripts.Render("kubectl/delete-node", a)); err != nil {
 			p.GetLogger(ctx).Warning(err.Error())
 		}
 		cl.Close()

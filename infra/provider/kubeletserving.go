@@ -300,7 +300,7 @@ func convergeServing(ctx context.Context, in KubeletServingArgs) (KubeletServing
 		return st, fmt.Errorf("%s: %w", in.Node, err)
 	}
 	if !st.LiveBootstrap {
-		if _, err := must(ctx, v, in.Via.Node, "turning on serverTLSBootstrap in kube-system/kubelet-config", scripts.Render("kubectl/kubelet-config-serving", kubectlArgs{Kubectl: kubectl})); err != nil {
+		if _, err := mustAPI(ctx, v, in.Via.Node, "turning on serverTLSBootstrap in kube-system/kubelet-config", scripts.Render("kubectl/kubelet-config-serving", kubectlArgs{Kubectl: kubectl})); err != nil {
 			return st, err
 		}
 		if _, err := must(ctx, c, in.Node, "turning on the kubelet's serverTLSBootstrap", scripts.Render("kubelet/serving-enable", servingReadArgs{Config: nodefacts.KubeletConfigFile})); err != nil {
@@ -315,7 +315,13 @@ func convergeServing(ctx context.Context, in KubeletServingArgs) (KubeletServing
 		// Through the read batch: the nodes that joined together ask
 		// for their requests in one kubectl run on the via node.
 		pending, _, err := configOf(ctx).batches.servingCSRs.get(ctx, in.Via, v, in.Node)
-		if err != nil {
+		var api *apiRefused
+		switch {
+		case errors.As(err, &api) && endpointBlip(api.reason) && time.Now().Before(deadline):
+			// The endpoint blipped (a control-plane node joining beside
+			// this one): the requests are asked for again below.
+			pending = nil
+		case err != nil:
 			return st, fmt.Errorf("%s: %w", in.Via.Node, err)
 		}
 		for _, csr := range pending {
@@ -326,7 +332,7 @@ func convergeServing(ctx context.Context, in KubeletServingArgs) (KubeletServing
 				refused[csr.Name] = err
 				continue
 			}
-			if _, err := must(ctx, v, in.Via.Node, "approving "+in.Node+"'s serving certificate "+csr.Name, scripts.Render("kubectl/csr-approve", csrArgs{Kubectl: kubectl, Name: csr.Name})); err != nil {
+			if _, err := mustAPI(ctx, v, in.Via.Node, "approving "+in.Node+"'s serving certificate "+csr.Name, scripts.Render("kubectl/csr-approve", csrArgs{Kubectl: kubectl, Name: csr.Name})); err != nil {
 				return st, err
 			}
 		}

@@ -149,6 +149,70 @@ func TestKubeletServingConvertsAndApprovesOnlyTheNodesOwn(t *testing.T) {
 	scriptstest.Golden(t, scripts.Render("kubectl/csr-approve", csrArgs{Kubectl: kubectl, Name: "csr-own"}), "")
 }
 
+// The endpoint blipping while the node waits for its certificate (a
+// control-plane node joining beside it) is outlived, in the listing and in
+// the approval; a refusal is not retried.
+func TestKubeletServingOutlivesEndpointBlips(t *testing.T) {
+	lab := newFakeLab(t)
+	cp, gpu := lab.node("cp-1"), lab.node("gpu-1")
+	ca := pkitest.NewCA(t, "kubernetes")
+	certPEM, _ := ca.Issue(t, pkitest.Leaf{CN: "system:node:gpu-1", Orgs: []string{"system:nodes"}, DNS: []string{"gpu-1"},
+		IPs: []net.IP{net.ParseIP(gpu.addr)}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	blip := ssh.Result{ExitCode: 1, Stderr: []byte("Unable to connect to the server: net/http: TLS handshake timeout\n")}
+	reset := ssh.Result{ExitCode: 1, Stderr: []byte("error: Get \"https://10.0.0.100:6443/apis\": write tcp 10.0.0.11:44998->10.0.0.100:6443: write: connection reset by peer\n")}
+	var mu sync.Mutex
+	lists, approvals, approved := 0, 0, false
+	cp.onScriptFunc("kubectl/csr-list", func(string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if lists++; lists == 1 {
+			return blip, nil
+		}
+		return ssh.Result{Stdout: []byte(csrList(t, servingRequest(t, "csr-own", "gpu-1", gpu.addr)))}, nil
+	})
+	cp.onScriptFunc("kubectl/csr-approve", func(string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if approvals++; approvals == 1 {
+			return reset, nil
+		}
+		approved = true
+		return ssh.Result{}, nil
+	})
+	gpu.onScriptFunc("kubelet/serving-read", func(string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if approved {
+			return ssh.Result{Stdout: []byte(servingOutput("true", certPEM, ca.PEM))}, nil
+		}
+		return ssh.Result{Stdout: []byte(servingOutput("true", nil, ca.PEM))}, nil
+	})
+	ctx := withProbes(lab.ctx(), probes{poll: time.Millisecond, timeout: time.Minute})
+	in := KubeletServingArgs{Connection: lab.conn("gpu-1"), Via: lab.conn("cp-1"), Node: "gpu-1", Address: gpu.addr}
+	if _, err := (KubeletServing{}).Create(ctx, infer.CreateRequest[KubeletServingArgs]{Inputs: in}); err != nil {
+		t.Fatalf("a blip failed the step: %v", err)
+	}
+	if lists < 2 || approvals != 2 || !approved {
+		t.Errorf("listed %d times, approved %d times (done: %v): want the blipped list and approval asked again", lists, approvals, approved)
+	}
+
+	// A refusal is the API's answer, not a blip: named at once.
+	approvals, approved = 0, false
+	cp.onScriptFunc("kubectl/csr-approve", func(string) (ssh.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		approvals++
+		return ssh.Result{ExitCode: 1, Stderr: []byte("Error from server (Forbidden): certificatesigningrequests.certificates.k8s.io \"csr-own\" is forbidden\n")}, nil
+	})
+	_, err := (KubeletServing{}).Create(ctx, infer.CreateRequest[KubeletServingArgs]{Inputs: in})
+	if err == nil || !strings.Contains(err.Error(), "Forbidden") || !strings.Contains(err.Error(), "csr-own") {
+		t.Errorf("a refused approval: %v, want it named", err)
+	}
+	if approvals != 1 {
+		t.Errorf("a refused approval was run %d times, want once", approvals)
+	}
+}
+
 func TestServingChanges(t *testing.T) {
 	ca := pkitest.NewCA(t, "kubernetes")
 	leaf := pkitest.Leaf{CN: "system:node:gpu-1", Orgs: []string{"system:nodes"}, DNS: []string{"gpu-1"},

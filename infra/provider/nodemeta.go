@@ -109,7 +109,7 @@ func applyMeta(ctx context.Context, in, old NodeMetaArgs) error {
 	if len(meta.Labels) == 0 && len(meta.DropTaints) == 0 && len(meta.Taints) == 0 {
 		return nil
 	}
-	_, err = must(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, scripts.Render("kubectl/node-meta", meta))
+	_, err = mustAPI(ctx, c, in.Via.Node, "labelling and tainting "+in.Node, scripts.Render("kubectl/node-meta", meta))
 	return err
 }
 

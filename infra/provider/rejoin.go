@@ -60,7 +60,7 @@ func forgetOldMachine(ctx context.Context, cl ssh.Executor, clNode string, in Ku
 			p.GetLogger(ctx).Infof("%s: its Node is still Ready but its lease was not renewed: the previous machine is gone", node)
 		}
 		p.GetLogger(ctx).Warningf("%s: deleting the Node object its previous machine left", node)
-		if _, err := must(ctx, cl, clNode, "deleting Node "+node, scripts.Render("kubectl/delete-node", args)); err != nil {
+		if _, err := mustAPI(ctx, cl, clNode, "deleting Node "+node, scripts.Render("kubectl/delete-node", args)); err != nil {
 			return err
 		}
 	}

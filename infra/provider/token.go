@@ -82,7 +82,7 @@ func createToken(ctx context.Context, c ssh.Executor, viaNode, node, token strin
 // deleteToken removes the node's join token once its join is over.
 func deleteToken(ctx context.Context, c ssh.Executor, viaNode, token string) error {
 	id, _, _ := strings.Cut(token, ".")
-	_, err := must(ctx, c, viaNode, "deleting a join token", scripts.Render("token/delete", tokenArgs{Kubectl: kubectl, ID: id}))
+	_, err := mustAPI(ctx, c, viaNode, "deleting a join token", scripts.Render("token/delete", tokenArgs{Kubectl: kubectl, ID: id}))
 	return err
 }
 
