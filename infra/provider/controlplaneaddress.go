@@ -356,43 +356,58 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 			certs = append(certs, f)
 		}
 	}
-	if err := issueAgain(ctx, c, node, in.configPath(), certs, kubeconfigs); err != nil {
+	fix := func() error {
+		if err := issueAgain(ctx, c, node, in.configPath(), certs, kubeconfigs); err != nil {
+			return err
+		}
+		// Flags the cluster config declares and a manifest lacks: kubeadm
+		// regenerates the whole manifest from the config (volumes included).
+		// The address fix below regenerates the apiserver's itself.
+		for _, pod := range dr.pods {
+			if pod == "kube-apiserver" && dr.address {
+				continue
+			}
+			if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", regeneratePod(pod, in.configPath())); err != nil {
+				return err
+			}
+		}
+		if dr.address {
+			old := st.LiveAdvertise
+			if old == "" {
+				old = st.LiveEtcdPeer
+			}
+			if old == in.Address {
+				old = ""
+			}
+			if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, moveScript(in.configPath(), old, in.Address)); err != nil {
+				return err
+			}
+		}
+		// A regenerated manifest, or the move, restarted its pod after its
+		// kubeconfig was renewed already.
+		toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
+		if len(toRestart) > 0 {
+			if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
+				return err
+			}
+		}
+		s := settle{served: servedOf(certs, in.port()), components: restart, endpoint: len(due) > 0 && in.Endpoint != ""}
+		if err := waitHealthy(ctx, c, in, s); err != nil {
+			return fmt.Errorf("%s: %w", node, err)
+		}
+		return nil
+	}
+	// The VIP holder's apiserver restarting would leave the endpoint
+	// answering nothing until keepalived's check moved the address
+	// (fall 2 at 1 s intervals, then VRRP): hand the address over first,
+	// as the upgrade does.
+	if restartsAPIServer(dr, restart) {
+		err = withVIPHandedOver(ctx, c, node, in.Endpoint, in.Address, "its apiserver restarts", fix)
+	} else {
+		err = fix()
+	}
+	if err != nil {
 		return st, err
-	}
-	// Flags the cluster config declares and a manifest lacks: kubeadm
-	// regenerates the whole manifest from the config (volumes included).
-	// The address fix below regenerates the apiserver's itself.
-	for _, pod := range dr.pods {
-		if pod == "kube-apiserver" && dr.address {
-			continue
-		}
-		if _, err := mustFinish(ctx, c, node, "regenerating "+pod+"'s manifest", regeneratePod(pod, in.configPath())); err != nil {
-			return st, err
-		}
-	}
-	if dr.address {
-		old := st.LiveAdvertise
-		if old == "" {
-			old = st.LiveEtcdPeer
-		}
-		if old == in.Address {
-			old = ""
-		}
-		if _, err := mustFinish(ctx, c, node, "moving the control plane to "+in.Address, moveScript(in.configPath(), old, in.Address)); err != nil {
-			return st, err
-		}
-	}
-	// A regenerated manifest, or the move, restarted its pod after its
-	// kubeconfig was renewed already.
-	toRestart := slices.DeleteFunc(slices.Clone(restart), func(pod string) bool { return dr.address || slices.Contains(dr.pods, pod) })
-	if len(toRestart) > 0 {
-		if _, err := mustFinish(ctx, c, node, "restarting "+strings.Join(toRestart, ", ")+" for their renewed kubeconfigs", restartPods(toRestart)); err != nil {
-			return st, err
-		}
-	}
-	s := settle{served: servedOf(certs, in.port()), components: restart, endpoint: len(due) > 0 && in.Endpoint != ""}
-	if err := waitHealthy(ctx, c, in, s); err != nil {
-		return st, fmt.Errorf("%s: %w", node, err)
 	}
 	after, err := readLive(ctx, c, &st)
 	if err != nil {
@@ -404,6 +419,13 @@ func convergeAddress(ctx context.Context, in ControlPlaneAddressArgs, last *Cont
 		return st, fmt.Errorf("%s: still differs after the fix: %s", node, strings.Join(left, "; "))
 	}
 	return st, nil
+}
+
+// restartsAPIServer says whether fixing dr (and restarting restart's
+// pods) restarts the node's apiserver: a move or a regenerated manifest
+// does, and so does a renewed certificate it reads only at start.
+func restartsAPIServer(dr drift, restart []string) bool {
+	return dr.address || slices.Contains(dr.pods, nodefacts.KubeAPIServer) || slices.Contains(restart, nodefacts.KubeAPIServer)
 }
 
 func (in ControlPlaneAddressArgs) port() int {

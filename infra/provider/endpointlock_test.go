@@ -123,7 +123,7 @@ func TestCancelDuringHandOverStartsKeepalivedAgain(t *testing.T) {
 		u.conns[c.Node] = c
 	}
 	cp2 := l.node("cp-2")
-	cp2.onScript("upgrade/holds-vip", "holds\n", 0)
+	cp2.onScript("vip/holds", "holds\n", 0)
 	cp2.onScript("systemd/stop", "", 0)
 	cp2.onScript("systemd/start", "", 0)
 	ctx, cancel := context.WithCancel(l.ctx())
@@ -133,7 +133,7 @@ func TestCancelDuringHandOverStartsKeepalivedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	err = u.withVIPHandedOver(ctx, ex, "cp-2", func() error {
+	err = withVIPHandedOver(ctx, ex, "cp-2", u.in.Endpoint, u.conns["cp-2"].Host, "its control plane is upgraded", func() error {
 		cancel() // the user's first Ctrl-C, mid hand-over
 		return ctx.Err()
 	})

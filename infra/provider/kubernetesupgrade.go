@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/upgradeplan"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
-	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -644,56 +642,13 @@ func (u *upgrader) controlPlaneStep(ctx context.Context, s upgradeplan.Step, nod
 		// the VIP, keepalived hands it over first (its drop-in takes
 		// the address off as it stops), or the endpoint would answer
 		// nothing until the health check moved it, seconds later.
-		return u.withVIPHandedOver(ctx, ex, node, func() error {
+		return withVIPHandedOver(ctx, ex, node, u.in.Endpoint, u.conns[node].Host, "its control plane is upgraded", func() error {
 			if err := u.kubeadm(ctx, ex, node, what, cmd); err != nil {
 				return err
 			}
 			return u.healthy(ctx, ex, node, true)
 		})
 	})
-}
-
-// keepalivedBackBound bounds starting keepalived again after a hand-over.
-const keepalivedBackBound = time.Minute
-
-// withVIPHandedOver runs f with the VIP handed over (handOverVIP), then
-// starts keepalived again whatever f did. The start ignores cancellation:
-// a Ctrl-C during f must not leave the node out of VRRP until the next
-// up, one failure away from an endpoint nobody holds.
-func (u *upgrader) withVIPHandedOver(ctx context.Context, ex ssh.Executor, node string, f func() error) error {
-	handedOver, err := u.handOverVIP(ctx, ex, node)
-	if err != nil {
-		return err
-	}
-	if handedOver {
-		defer func() {
-			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepalivedBackBound)
-			defer cancel()
-			if _, err := must(bctx, ex, node, "starting keepalived again", unitScript("start", keepalived.Unit)); err != nil {
-				p.GetLogger(ctx).Warningf("%v: the node takes no part in holding the VIP until keepalived runs again (systemctl start keepalived, or the next up)", err)
-			}
-		}()
-	}
-	return f()
-}
-
-// handOverVIP stops keepalived on the node when it holds the endpoint's
-// address (the vip layout), so another node takes it over before the
-// node's apiserver restarts; it reports whether it did.
-func (u *upgrader) handOverVIP(ctx context.Context, ex ssh.Executor, node string) (bool, error) {
-	vip, _, err := net.SplitHostPort(u.in.Endpoint)
-	if err != nil || net.ParseIP(vip) == nil || vip == u.conns[node].Host {
-		return false, nil // a DNS name, or the node's own address (single-ip)
-	}
-	out, _, err := query(ctx, ex, scripts.Render("upgrade/holds-vip", struct{ VIP string }{vip}))
-	if err != nil || strings.TrimSpace(out) != "holds" {
-		return false, err
-	}
-	if _, err := must(ctx, ex, node, "handing the VIP over (stopping keepalived)", unitScript("stop", keepalived.Unit)); err != nil {
-		return false, err
-	}
-	p.GetLogger(ctx).Infof("%s: holds the VIP %s: keepalived stopped while its control plane is upgraded, so another node serves the endpoint", node, vip)
-	return true, nil
 }
 
 // healthy checks a control-plane node: its apiserver answers /version at

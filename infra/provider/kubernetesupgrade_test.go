@@ -361,7 +361,7 @@ func TestUpgradeScripts(t *testing.T) {
 	scriptstest.Golden(t, pruneUpgradeSnapshots(etcdsnapshot.Dir, keptUpgradeSnapshots), "")
 	scriptstest.Golden(t, scripts.Render("upgrade/snapshot-dir", struct{ Dir string }{etcdsnapshot.Dir}), "")
 	scriptstest.Golden(t, scripts.Render("upgrade/cluster-config", clusterArgs{Kubectl: kubectl}), "")
-	scriptstest.Golden(t, scripts.Render("upgrade/holds-vip", struct{ VIP string }{"10.0.0.100"}), "")
+	scriptstest.Golden(t, scripts.Render("vip/holds", struct{ VIP string }{"10.0.0.100"}), "")
 	scriptstest.Golden(t, scripts.Render("upgrade/version-at", struct{ Kubectl, Server string }{kubectl, "https://10.0.0.111:6443"}), "")
 	scriptstest.Golden(t, scripts.Render("upgrade/restart-kubelet", nil), "")
 	scriptstest.Golden(t, scripts.Render("upgrade/drain", struct{ Kubectl, Node, Timeout string }{kubectl, "gpu-4", "5m"}), "")

@@ -1,4 +1,4 @@
-# homelab: upgrade/holds-vip
+# homelab: vip/holds
 set -eu
 # shellcheck disable=SC3040
 (set -o pipefail) 2>/dev/null && set -o pipefail
