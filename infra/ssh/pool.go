@@ -112,6 +112,14 @@ func (p *Pool) Dial(ctx context.Context, t Target, opts ...Option) (Executor, er
 	}
 }
 
+// DialFresh dials t anew with the pool's options and opts, outside the
+// pool: for a caller that must know the machine answers a new connection
+// now (a changed network configuration), which a pooled one opened
+// before the change cannot tell. Close closes it.
+func (p *Pool) DialFresh(ctx context.Context, t Target, opts ...Option) (Executor, error) {
+	return Dial(ctx, t, append(slices.Clone(p.base), opts...)...)
+}
+
 func (p *Pool) release(key string, s *shared) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
