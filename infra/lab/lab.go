@@ -55,9 +55,12 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	start := time.Now()
 	abs, _ := filepath.Abs(inventoryPath)
 	s = newState(inv, abs, l.Names())
-	for _, n := range s.Nodes {
+	for i, n := range s.Nodes {
 		if slices.Contains(l.Systemd, n.Name) || slices.Contains(l.Systemd, "*") {
 			n.System = SystemSystemd
+			if inv.Nodes[i].MAC != "" {
+				l.logf("lab: warning: %s is a real node and its inventory entry has a mac: netplan matches a NIC's permanent MAC, which a lab NIC (a veth) lacks, so homelab up's network configuration would find no NIC there and be rolled back; leave nodes[].mac out for real nodes (docs/lab.md)", n.Name)
+			}
 		}
 	}
 	if err := l.checkSystemd(s); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -440,6 +441,12 @@ func isCrossDevice(err error) bool {
 // runs comes from its rootfs or its images.
 var systemdBins = []string{"kubeadm", "kubectl", "kubelet"}
 
+// udevadmStandIn answers netplan apply's udevadm trigger and settle, which
+// need a udev no node can run (udevadm.sh says why).
+//
+//go:embed udevadm.sh
+var udevadmStandIn []byte
+
 // buildSystemd returns the real nodes' rootfs (built once by
 // infra/tools/build-rootfs.sh) and assembles the layer laid over their
 // /usr: systemdBins of kubeVersion (none the lab's packages install, when
@@ -479,6 +486,13 @@ func (l *Lab) buildSystemd(kubeVersion string, packaged bool) (rootfs, layer str
 		}
 	}
 	if err := linkOrCopy(filepath.Join(etcd, "etcdctl"), filepath.Join(bin, "etcdctl")); err != nil {
+		return "", "", err
+	}
+	sbin := filepath.Join(tmp, "usr", "local", "sbin")
+	if err := os.MkdirAll(sbin, 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(sbin, "udevadm"), udevadmStandIn, 0o755); err != nil {
 		return "", "", err
 	}
 	if err := os.RemoveAll(dir); err != nil {

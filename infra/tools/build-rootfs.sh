@@ -18,6 +18,7 @@ packages=(
   keepalived                         # the VIP on control-plane nodes
   iproute2 iptables nftables conntrack ethtool socat ebtables kmod  # kubeadm preflight, kube-proxy, the kubelet
   procps curl ca-certificates gnupg  # the provisioner's node scripts and apt's keys
+  netplan.io udev                    # the static address: netplan renders it for systemd-networkd, and its apply asks udevadm (issue 32)
 )
 # recipe counts changes to the steps after debootstrap: a new one builds a
 # new rootfs, as a new package list does.
