@@ -493,6 +493,9 @@ func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := declareNetplan(ctx, cp, cfg, files, n, conn, cp.Host); err != nil {
+		return nil, nil, err
+	}
 	rest, err := declareFiles(ctx, cp, conn, n.Name, keep(files, early, false), ready)
 	if err != nil {
 		return nil, nil, err
@@ -550,6 +553,9 @@ func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n 
 	}
 	nf, err := declareFiles(ctx, w, conn, n.Name, filesOf(r, n.Name), ready)
 	if err != nil {
+		return nil, err
+	}
+	if err := declareNetplan(ctx, w, cfg, filesOf(r, n.Name), n, conn, host); err != nil {
 		return nil, err
 	}
 	j, err := declareJoin(ctx, w, cfg, r, n, via, peers, append([]pulumi.Resource{after}, nf.all...))

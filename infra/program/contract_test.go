@@ -22,6 +22,7 @@ import (
 var argsOf = map[string]any{
 	pkg + "Host":                provider.HostArgs{},
 	pkg + "File":                provider.FileArgs{},
+	pkg + "Netplan":             provider.NetplanArgs{},
 	pkg + "Service":             provider.ServiceArgs{},
 	pkg + "Package":             provider.PackageArgs{},
 	pkg + "KubeadmInit":         provider.KubeadmInitArgs{},

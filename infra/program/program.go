@@ -8,7 +8,9 @@ package program
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -16,6 +18,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -90,6 +93,9 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		if f.Transient {
 			continue // its step writes it, uses it and removes it
 		}
+		if f.Path == netplan.Path {
+			continue // a Netplan of its own: declareNetplan
+		}
 		var content pulumi.StringInput = pulumi.String(string(f.Content))
 		if f.Secret {
 			content = pulumi.ToSecret(pulumi.String(string(f.Content))).(pulumi.StringOutput)
@@ -111,6 +117,41 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		nf.all = append(nf.all, res)
 	}
 	return nf, nil
+}
+
+// declareNetplan declares the node's static address (its netplan file,
+// validated and applied on the node) after its Host.
+func declareNetplan(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, files []file.File, n inventory.Node, conn pulumi.Map, host pulumi.Resource) error {
+	var content []byte
+	for _, f := range files {
+		if f.Path == netplan.Path {
+			content = f.Content
+		}
+	}
+	if content == nil {
+		return nil
+	}
+	inv := cfg.Inventory
+	prefix, err := netip.ParsePrefix(inv.Cluster.Network.NodeCIDR)
+	if err != nil {
+		return err
+	}
+	args := pulumi.Map{
+		"connection": conn,
+		"content":    pulumi.String(string(content)),
+		"interface":  pulumi.String(n.Interface),
+		"address":    pulumi.String(fmt.Sprintf("%s/%d", n.Address, prefix.Bits())),
+	}
+	if n.MAC != "" {
+		args["mac"] = pulumi.String(n.MAC)
+	}
+	if n.IsControlPlane() && inv.Cluster.Endpoint.Layout == inventory.LayoutVIP {
+		args["endpoint"] = pulumi.String(inv.Endpoint())
+	}
+	// A File wrote it before: its state cannot become a Netplan's, and
+	// File's delete leaves this path alone.
+	_, err = register(ctx, "Netplan", n.Name+":"+netplan.Path, args, &NetplanHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{host}))
+	return err
 }
 
 // add takes other's files in.

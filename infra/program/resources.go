@@ -25,6 +25,10 @@ type FileHandle struct {
 	Sha256 pulumi.StringOutput `pulumi:"sha256"`
 }
 
+type NetplanHandle struct {
+	pulumi.CustomResourceState
+}
+
 type ServiceHandle struct {
 	pulumi.CustomResourceState
 	Active pulumi.BoolOutput `pulumi:"active"`

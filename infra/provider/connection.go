@@ -44,6 +44,11 @@ type readingKey struct{}
 // every refresh for the full window.
 func reading(ctx context.Context) context.Context { return context.WithValue(ctx, readingKey{}, true) }
 
+type freshKey struct{}
+
+// fresh marks ctx so the node is dialled anew, not through the pool.
+func fresh(ctx context.Context) context.Context { return context.WithValue(ctx, freshKey{}, true) }
+
 // readRetry is how long a read retries a node that does not answer.
 const readRetry = 3 * time.Second
 
@@ -59,6 +64,9 @@ func sshDialer(pool *ssh.Pool) dialer {
 		var opts []ssh.Option
 		if ctx.Value(readingKey{}) != nil {
 			opts = append(opts, ssh.WithRetry(readRetry))
+		}
+		if ctx.Value(freshKey{}) != nil {
+			return pool.DialFresh(ctx, c.target(), opts...)
 		}
 		return pool.Dial(ctx, c.target(), opts...)
 	}

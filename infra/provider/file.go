@@ -13,6 +13,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -169,6 +170,11 @@ func keyMaterial(path string) bool {
 // on a node that cannot be reached is forgotten only with it.
 func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (infer.DeleteResponse, error) {
 	node, path := req.State.Connection.Node, req.State.Path
+	if path == netplan.Path {
+		// A Netplan owns it now (a File wrote it before), and takes no
+		// node's static address away either.
+		return infer.DeleteResponse{}, nil
+	}
 	c, err := dial(ctx, req.State.Connection)
 	if err != nil {
 		return infer.DeleteResponse{}, forgetUnreachable(ctx, node, "removing "+path, path, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/netplan"
 )
 
 // refresh is a Read as a refresh runs it.
@@ -246,6 +247,8 @@ func TestFileDelete(t *testing.T) {
 		{"a sysctl file", sysctlPath, true, nil, "", false, true},
 		{"an unreachable node", sysctlPath, true, unreachableErr("cp-1"), "", true, false},
 		{"an unreachable node, consented", sysctlPath, true, unreachableErr("cp-1"), "cp-1", false, false},
+		// Written by a File before a Netplan took it over.
+		{"the netplan file", netplan.Path, true, nil, "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lab := newFakeLab(t)

@@ -30,6 +30,7 @@ func New() (p.Provider, error) {
 		WithResources(
 			infer.Resource(&Host{}),
 			infer.Resource(&File{}),
+			infer.Resource(&Netplan{}),
 			infer.Resource(&Service{}),
 			infer.Resource(&Package{}),
 			infer.Resource(&KubeadmInit{}),
@@ -83,6 +84,7 @@ var (
 	_ resource[KubeadmImagesArgs, KubeadmImagesState] = (*KubeadmImages)(nil)
 
 	_ removable[FileArgs, FileState]                               = (*File)(nil)
+	_ removable[NetplanArgs, NetplanState]                         = (*Netplan)(nil)
 	_ removable[ServiceArgs, ServiceState]                         = (*Service)(nil)
 	_ removable[PackageArgs, PackageState]                         = (*Package)(nil)
 	_ removable[KubeadmInitArgs, KubeadmInitState]                 = (*KubeadmInit)(nil)

@@ -54,6 +54,22 @@ func (f *FileState) Annotate(a infer.Annotator) {
 	a.Describe(&f.LiveMode, "The file's permission bits on the node.")
 }
 
+func (n *NetplanArgs) Annotate(a infer.Annotator) {
+	a.Describe(&n.Connection, "How the node is reached.")
+	a.Describe(&n.Content, "homelab's netplan file, /etc/netplan/60-homelab.yaml.")
+	a.Describe(&n.Interface, "The interface the file declares the address on (nodes[].interface).")
+	a.Describe(&n.MAC, "The MAC the file matches the interface by (nodes[].mac; empty: by name).")
+	a.Describe(&n.Address, "The static address with its prefix length, checked on the interface after an apply.")
+	a.Describe(&n.Endpoint, "The API endpoint (host:port) on the vip layout's control-plane nodes: the node holding the VIP hands it over before an apply, as systemd-networkd drops addresses it did not configure.")
+}
+
+func (n *NetplanState) Annotate(a infer.Annotator) {
+	a.Describe(&n.Installed, "Whether the node has netplan, read live; without it the file is written and nothing reads it.")
+	a.Describe(&n.Sha256, "The SHA-256 of the file on the node (empty when absent).")
+	a.Describe(&n.Competing, "Other files in /etc/netplan that configure the interface, read live: the next up moves them aside (renamed *.homelab-disabled).")
+	a.Describe(&n.Unresolved, "Other files that configure the interface beside other devices, read live, each with its fix: the up refuses until they are edited.")
+}
+
 func (s *ServiceArgs) Annotate(a infer.Annotator) {
 	a.Describe(&s.Connection, "How the node is reached.")
 	a.Describe(&s.Name, "The systemd unit, e.g. keepalived.")

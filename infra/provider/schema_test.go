@@ -20,7 +20,7 @@ func TestNoReservedInputNames(t *testing.T) {
 	checked := map[string]bool{}
 	for _, args := range []any{HostArgs{}, FileArgs{}, ServiceArgs{}, KubeadmInitArgs{}, KubeadmJoinArgs{}, NodeMetaArgs{},
 		ManifestArgs{}, EtcdMembersArgs{}, DataplaneArgs{}, ControlPlaneAddressArgs{}, PackageArgs{}, ControlPlaneRevivalArgs{},
-		KubernetesUpgradeArgs{}, KubeletServingArgs{}, KubeadmImagesArgs{}} {
+		KubernetesUpgradeArgs{}, KubeletServingArgs{}, KubeadmImagesArgs{}, NetplanArgs{}} {
 		checkNames(t, reflect.TypeOf(args))
 		checked[strings.TrimSuffix(reflect.TypeOf(args).Name(), "Args")] = true
 	}
@@ -105,8 +105,8 @@ func TestSchemaDocumentsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Resources) != 15 {
-		t.Errorf("%d resources in the schema, want 15", len(spec.Resources))
+	if len(spec.Resources) != 16 {
+		t.Errorf("%d resources in the schema, want 16", len(spec.Resources))
 	}
 	check := func(kind, token string, o schema.ObjectTypeSpec, inputs map[string]schema.PropertySpec) {
 		if o.Description == "" {
