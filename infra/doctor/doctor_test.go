@@ -184,3 +184,29 @@ func TestExpiryVerdict(t *testing.T) {
 		t.Errorf("an expired one embedded in kubelet.conf: %s", st)
 	}
 }
+
+// The declared address is checked live: there, and static, not a lease
+// that happens to match today.
+func TestCheckStatic(t *testing.T) {
+	n := inventory.Node{Name: "cp-1", Role: inventory.RoleControlPlane, Address: "10.0.0.120"}
+	for _, tc := range []struct {
+		name    string
+		dynamic []string
+		want    Status
+	}{
+		{"static", nil, OK},
+		{"another address leased", []string{"10.0.0.200"}, OK},
+		{"the declared address leased", []string{"10.0.0.120"}, Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &doctor{t: Target{Inventory: &inventory.Inventory{Nodes: []inventory.Node{n}}}, r: &Report{}}
+			d.checkStatic(n, &nodeFacts{node: n, reached: true, addrs: []string{"10.0.0.120"}, dynamic: tc.dynamic})
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want {
+				t.Fatalf("findings %+v, want one %s", d.r.Findings, tc.want)
+			}
+			if tc.want == Fail && (len(d.r.Causes) != 1 || !strings.Contains(d.r.Causes[0], "homelab up")) {
+				t.Errorf("causes %v: want the fix named", d.r.Causes)
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ type nodeFacts struct {
 	macs      []string
 	addrs     []string // primary global addresses
 	secondary []string // the VIP, when held
+	dynamic   []string // addresses held on a DHCP lease
 	primary   string
 	neigh     map[string][]string // MAC -> addresses, from the node's neighbour table (a moved machine's old one may linger, STALE)
 	kubeconfs map[string]string   // path -> server URL
@@ -102,6 +103,8 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			f.addrs = append(f.addrs, v)
 		case k == "secondary":
 			f.secondary = append(f.secondary, v)
+		case k == "dynamic":
+			f.dynamic = append(f.dynamic, v)
 		case k == "neigh":
 			if ip, mac, ok := strings.Cut(v, " "); ok {
 				f.neigh[strings.ToLower(mac)] = append(f.neigh[strings.ToLower(mac)], ip)
@@ -206,7 +209,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 		d.r.cause("%s came back on %s instead of its declared %s (a changed DHCP lease?). kubeadm does not follow an address change (kubeadm #3299): either give the node back %s (a DHCP reservation for MAC %s), or set its address to %s in the inventory and run `homelab up`, which updates etcd's peer URL, regenerates the certificates, manifests, kubeconfigs and keepalived peers",
 			n.Name, f.primary, n.Address, n.Address, n.MAC, f.primary)
 	} else {
-		d.r.add("node", n.Name, OK, "address %s", n.Address)
+		d.checkStatic(n, f)
 	}
 	if n.MAC != "" {
 		want, _ := net.ParseMAC(n.MAC)
@@ -236,6 +239,18 @@ func (d *doctor) checkNode(n inventory.Node) {
 		d.checkManifests(n, f)
 		d.checkCerts(n, f)
 	}
+}
+
+// checkStatic adds the node's address row: its declared address is there,
+// and static rather than a lease that happens to match today (the seed's
+// first incident was such a lease moving).
+func (d *doctor) checkStatic(n inventory.Node, f *nodeFacts) {
+	if !slices.Contains(f.dynamic, n.Address) {
+		d.r.add("node", n.Name, OK, "address %s, static", n.Address)
+		return
+	}
+	d.r.add("node", n.Name, Fail, "address %s is a DHCP lease, not static", n.Address)
+	d.r.cause("%s holds its address %s on a DHCP lease, which can move it as it moved the seed's node: `homelab up` applies the static address (/etc/netplan/60-homelab.yaml); where the node has no netplan, make the address static the way its system does", n.Name, n.Address)
 }
 
 var ipPattern = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)

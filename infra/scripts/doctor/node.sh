@@ -1,6 +1,6 @@
 # Reads what doctor checks a node by, in one session: its hostname, MACs,
 # addresses (secondary ones apart: the VIP is one, and must not pass for
-# the node's own address), neighbour table, the last bind failure in
+# the node's own address; leased ones marked), neighbour table, the last bind failure in
 # etcd's and the apiserver's logs, then its configuration and its
 # certificates' dates (nodefacts/live). Prints key=value lines.
 # Read-only; every part goes on whatever an earlier part found.
@@ -14,6 +14,11 @@ ip -o -4 addr show scope global 2>/dev/null | while read -r _ _ _ a rest; do
 	case "$rest" in
 	*secondary*) echo "secondary=${a%%/*}" ;;
 	*) echo "addr=${a%%/*}" ;;
+	esac
+	# A lease's address has a lifetime ("dynamic"): whoever holds the
+	# lease (networkd, dhclient, NetworkManager) may move it.
+	case "$rest" in
+	*dynamic*) echo "dynamic=${a%%/*}" ;;
 	esac
 done || true
 ip -4 neigh show 2>/dev/null | awk '$4=="lladdr" && $6!="FAILED" && $6!="INCOMPLETE" {print "neigh=" $1 " " $5}' || true
