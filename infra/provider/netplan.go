@@ -13,6 +13,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/netplan"
 )
 
@@ -224,6 +225,7 @@ type netplanApplyArgs struct {
 	RollbackAfter        int
 	DisabledSuffix       string
 	CloudInitOff         string
+	Restart              string
 }
 
 // netplanRollbackArgs are netplan/rollback's.
@@ -266,50 +268,79 @@ func convergeNetplan(ctx context.Context, in NetplanArgs) (NetplanState, error) 
 	if sum(in.Content) == st.Sha256 && len(st.Competing) == 0 {
 		return st, nil
 	}
-	apply := func() error { return applyNetplan(ctx, c, in, st.Competing) }
-	if in.Endpoint != "" {
+	var err2 error
+	if in.Endpoint == "" {
+		_, err2 = applyNetplan(ctx, c, in, st.Competing, "")
+	} else {
 		// systemd-networkd drops the addresses it did not configure, the
 		// VIP among them: keepalived hands it over first.
-		apply = func() error {
-			return holdingEndpoint(ctx, func() error {
-				return withVIPHandedOver(ctx, c, node, in.Endpoint, in.Connection.Host, "its network configuration is applied", func() error {
-					return applyNetplan(ctx, c, in, st.Competing)
-				})
-			})
-		}
+		err2 = holdingEndpoint(ctx, func() error { return applyHandingVIPOver(ctx, c, in, st.Competing) })
 	}
-	if err := apply(); err != nil {
-		return st, err
+	if err2 != nil {
+		return st, err2
 	}
 	return planned(st), nil
 }
 
+// applyHandingVIPOver applies with keepalived stopped when the node holds
+// the VIP. Once the apply is armed, starting keepalived again is the
+// node's own (the confirmation's or the rollback's): the connection that
+// stopped it may be the one the new configuration cuts off, and a VIP
+// holder left without keepalived is a control-plane node that no longer
+// takes part in serving the endpoint.
+func applyHandingVIPOver(ctx context.Context, c ssh.Executor, in NetplanArgs, disable []string) error {
+	node := in.Connection.Node
+	handedOver, err := handOverVIP(ctx, c, node, in.Endpoint, in.Connection.Host, "its network configuration is applied")
+	if err != nil {
+		return err
+	}
+	restart := ""
+	if handedOver {
+		restart = keepalived.Unit
+	}
+	armed, err := applyNetplan(ctx, c, in, disable, restart)
+	if handedOver && !armed {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepalivedBackBound)
+		defer cancel()
+		if _, serr := must(bctx, c, node, "starting keepalived again", unitScript("start", keepalived.Unit)); serr != nil {
+			p.GetLogger(ctx).Warningf("%v: the node takes no part in holding the VIP until keepalived runs again (systemctl start keepalived, or the next up)", serr)
+		}
+	}
+	return err
+}
+
 // applyNetplan stages the file, has the node validate, place and apply
-// it with a rollback armed, and confirms over a new connection.
-func applyNetplan(ctx context.Context, c ssh.Executor, in NetplanArgs, disable []string) error {
+// it with a rollback armed, and confirms over a new connection. restart
+// is a unit stopped for the apply, which the node starts again when the
+// apply ends either way. armed reports whether the node took the apply
+// over (from then on, it ends the apply itself).
+func applyNetplan(ctx context.Context, c ssh.Executor, in NetplanArgs, disable []string, restart string) (armed bool, err error) {
 	node := in.Connection.Node
 	staged, backup := netplanDir+"/staged.yaml", netplanDir+"/backup"
 	if err := c.Upload(ctx, staged, []byte(in.Content), 0o600); err != nil {
-		return fmt.Errorf("%s: staging %s: %w", node, netplan.Path, err)
+		return false, fmt.Errorf("%s: staging %s: %w", node, netplan.Path, err)
 	}
 	rollback := scripts.Render("netplan/rollback", netplanRollbackArgs{Backup: backup, DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff})
 	if err := c.Upload(ctx, backup+"/rollback.sh", []byte(rollback.String()), 0o700); err != nil {
-		return fmt.Errorf("%s: writing the netplan rollback: %w", node, err)
+		return false, fmt.Errorf("%s: writing the netplan rollback: %w", node, err)
 	}
 	sort.Strings(disable)
 	r, err := c.Run(ctx, scripts.Render("netplan/apply", netplanApplyArgs{
 		Staged: staged, Path: netplan.Path, Backup: backup, Disable: disable,
 		RollbackAfter: int(netplanRollbackAfter.Seconds()), DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff,
+		Restart: restart,
 	}).String())
 	if err != nil {
-		return fmt.Errorf("%s: applying %s: %w", node, netplan.Path, err)
+		// Whether the node armed it is unknown: starting restart here too
+		// is harmless (the rollback's start, if armed, is idempotent).
+		return false, fmt.Errorf("%s: applying %s: %w", node, netplan.Path, err)
 	}
 	if r.ExitCode == 3 {
-		return fmt.Errorf("%s: %s refused by the node's netplan, so nothing changed there; check nodes[].interface, nodes[].mac and cluster.network (gateway, nameservers):\n%s",
+		return false, fmt.Errorf("%s: %s refused by the node's netplan, so nothing changed there; check nodes[].interface, nodes[].mac and cluster.network (gateway, nameservers):\n%s",
 			node, netplan.Path, tail(strings.TrimSpace(string(r.Stderr)), 20))
 	}
 	if r.ExitCode != 0 {
-		return fmt.Errorf("%s: applying %s failed (exit %d):\n%s", node, netplan.Path, r.ExitCode, tail(string(r.Stdout)+string(r.Stderr), 20))
+		return false, fmt.Errorf("%s: applying %s failed (exit %d):\n%s", node, netplan.Path, r.ExitCode, tail(string(r.Stdout)+string(r.Stderr), 20))
 	}
 	// Over the old connection, which the new configuration may break
 	// (then there is nothing to wait for here): the confirmation's new
@@ -318,7 +349,7 @@ func applyNetplan(ctx context.Context, c ssh.Executor, in NetplanArgs, disable [
 	if len(disable) > 0 {
 		p.GetLogger(ctx).Infof("%s: moved aside (renamed *%s) what also configured %s: %s", node, netplan.DisabledSuffix, in.Interface, strings.Join(disable, ", "))
 	}
-	return confirmNetplan(ctx, in, backup)
+	return true, confirmNetplan(ctx, in, backup)
 }
 
 // netplanConfirmWithin bounds reaching the node again after an apply:

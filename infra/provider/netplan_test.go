@@ -2,13 +2,16 @@ package provider
 
 import (
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
+	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/netplan"
 )
 
@@ -94,8 +97,9 @@ func TestNetplanMovesTheDHCPDefinitionAsideAndConfirms(t *testing.T) {
 	scriptstest.Golden(t, scripts.Render("netplan/read", struct{ Path string }{netplan.Path}), "")
 	scriptstest.Golden(t, scripts.Render("netplan/apply", netplanApplyArgs{
 		Staged: netplanDir + "/staged.yaml", Path: netplan.Path, Backup: netplanDir + "/backup", Disable: []string{"/etc/netplan/50-cloud-init.yaml"},
-		RollbackAfter: 120, DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff,
+		RollbackAfter: 120, DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff, Restart: "keepalived",
 	}), "")
+	scriptstest.Golden(t, scripts.Render("netplan/restart", struct{ Backup string }{netplanDir + "/backup"}), "")
 	scriptstest.Golden(t, scripts.Render("netplan/rollback", netplanRollbackArgs{Backup: netplanDir + "/backup", DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff}), "")
 	scriptstest.Golden(t, scripts.Render("netplan/applied", nil), "")
 	scriptstest.Golden(t, scripts.Render("netplan/confirm", netplanConfirmArgs{Interface: "eth0", Address: "10.0.0.11/24", Backup: netplanDir + "/backup"}), "")
@@ -181,37 +185,67 @@ func TestNetplanWithoutNetplanOrChange(t *testing.T) {
 }
 
 // On the node holding the VIP, keepalived hands the address over before
-// the apply (systemd-networkd drops addresses it did not configure) and
-// runs again after the confirmation.
+// the apply (systemd-networkd drops addresses it did not configure). Once
+// the node armed the apply, the node itself starts keepalived again (the
+// confirmation or the rollback does): the provisioner's connection may be
+// the one the new configuration cut off. Before that, the provisioner
+// does.
 func TestNetplanHandsTheVIPOver(t *testing.T) {
-	l := newFakeLab(t)
-	n := l.node("cp-1")
-	n.onScript("netplan/read", netplanReadAnswer(true, "old", nil), 0)
-	n.onScript("netplan/apply", "armed\n", 0)
-	n.onScript("netplan/applied", "success\n", 0)
-	n.onScript("netplan/confirm", "confirmed\n", 0)
-	n.onScript("vip/holds", "holds\n", 0)
-	n.onScript("systemd/stop", "", 0)
-	n.onScript("systemd/start", "", 0)
-	in := netplanIn(l, "cp-1")
-	in.Endpoint = "10.0.0.100:6443"
-	if _, err := (Netplan{}).Create(l.ctx(), infer.CreateRequest[NetplanArgs]{Inputs: in}); err != nil {
-		t.Fatal(err)
+	defer SetNetplanRollbackAfter(4 * time.Second)()
+	cases := []struct {
+		name        string
+		apply       int
+		confirm     func(string) (ssh.Result, error)
+		wantErr     string
+		wantStarted bool // by the provisioner
+	}{
+		{name: "confirmed", confirm: answer("confirmed\n", 0)},
+		{name: "refused by netplan", apply: 3, wantErr: "refused by the node's netplan", wantStarted: true},
+		{name: "cut off", confirm: func(string) (ssh.Result, error) { return ssh.Result{}, errors.New("connection refused") }, wantErr: "by itself"},
 	}
-	var stop, apply, confirm, start int
-	for _, e := range n.events {
-		switch name, _ := scripts.NameOf(e.cmd); name {
-		case "systemd/stop":
-			stop = e.seq
-		case "netplan/apply":
-			apply = e.seq
-		case "netplan/confirm":
-			confirm = e.seq
-		case "systemd/start":
-			start = e.seq
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newFakeLab(t)
+			n := l.node("cp-1")
+			n.onScript("netplan/read", netplanReadAnswer(true, "old", nil), 0)
+			n.onScript("netplan/apply", "armed\n", c.apply)
+			n.onScript("netplan/applied", "success\n", 0)
+			if c.confirm != nil {
+				n.onScriptFunc("netplan/confirm", c.confirm)
+			}
+			n.onScript("vip/holds", "holds\n", 0)
+			n.onScript("systemd/stop", "", 0)
+			n.onScript("systemd/start", "", 0)
+			in := netplanIn(l, "cp-1")
+			in.Endpoint = "10.0.0.100:6443"
+			_, err := (Netplan{}).Create(l.ctx(), infer.CreateRequest[NetplanArgs]{Inputs: in})
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
+			}
+			var stop, apply, start int
+			for _, e := range n.events {
+				switch name, _ := scripts.NameOf(e.cmd); name {
+				case "systemd/stop":
+					stop = e.seq
+				case "netplan/apply":
+					apply = e.seq
+					if !strings.Contains(e.cmd, "echo 'keepalived' >") {
+						t.Error("the apply does not record keepalived for the node to start again")
+					}
+				case "systemd/start":
+					start = e.seq
+				}
+			}
+			if !(stop > 0 && stop < apply) {
+				t.Errorf("keepalived stopped at %d, the apply at %d: want the VIP handed over first", stop, apply)
+			}
+			if started := start > apply; started != c.wantStarted {
+				t.Errorf("the provisioner started keepalived: %v, want %v", started, c.wantStarted)
+			}
+		})
 	}
-	if !(stop > 0 && stop < apply && apply < confirm && confirm < start) {
-		t.Errorf("order stop %d, apply %d, confirm %d, start %d: want keepalived stopped before the apply and started after the confirmation", stop, apply, confirm, start)
-	}
+}
+
+func answer(stdout string, exit int) func(string) (ssh.Result, error) {
+	return func(string) (ssh.Result, error) { return ssh.Result{Stdout: []byte(stdout), ExitCode: exit}, nil }
 }

@@ -7,6 +7,10 @@
 # .RollbackAfter seconds unless netplan/confirm, run over a fresh SSH
 # connection, disarms it. `netplan apply` runs as a unit of its own, so
 # a change that cuts this session off still finishes, or is rolled back.
+# .Restart, a unit the provisioner stopped for the apply (keepalived,
+# handing the VIP over), is recorded for whichever ends the apply, the
+# confirmation or the rollback, to start again: the session that stopped
+# it may be cut off.
 staged={{q .Staged}}
 backup={{q .Backup}}
 # The files to move aside.
@@ -36,7 +40,9 @@ for f in /etc/netplan/*.yaml; do
 	if [ -f "$f" ]; then cp -p "$f" "$backup/etc/"; fi
 done
 printf '%s\n' "$@" > "$backup/disabled"
-# Whether cloud-init may still render the network, for the rollback.
+rm -f "$backup/restart"
+{{if .Restart}}echo {{q .Restart}} > "$backup/restart"
+{{end}}# Whether cloud-init may still render the network, for the rollback.
 rm -f "$backup/cloud-init-on"
 if [ -d /etc/cloud/cloud.cfg.d ] && [ ! -e /etc/cloud/cloud.cfg.d/{{.CloudInitOff}} ]; then : > "$backup/cloud-init-on"; fi
 systemd-run --quiet --unit=homelab-netplan-rollback --on-active={{.RollbackAfter}} \

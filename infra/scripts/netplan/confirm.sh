@@ -2,7 +2,8 @@
 # `netplan apply` to finish, then checks that .Interface is configured by
 # netplan's definition (systemd-networkd's network file for it) with the
 # static address .Address and no DHCP lease. Confirmed, it disarms the
-# rollback and prints "confirmed"; otherwise it rolls back at once and
+# rollback, starts again the unit stopped for the apply, and prints
+# "confirmed"; otherwise it rolls back at once and
 # prints why, on one line starting "refused:".
 iface={{q .Interface}}
 addr={{q .Address}}
@@ -45,5 +46,6 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 systemctl stop homelab-netplan-rollback.timer
+{{template "netplan/restart" .}}
 systemctl reset-failed homelab-netplan-rollback.service homelab-netplan-rollback.timer homelab-netplan-apply.service 2>/dev/null || true
 echo confirmed

@@ -11,6 +11,10 @@ set -eu
 # .RollbackAfter seconds unless netplan/confirm, run over a fresh SSH
 # connection, disarms it. `netplan apply` runs as a unit of its own, so
 # a change that cuts this session off still finishes, or is rolled back.
+# .Restart, a unit the provisioner stopped for the apply (keepalived,
+# handing the VIP over), is recorded for whichever ends the apply, the
+# confirmation or the rollback, to start again: the session that stopped
+# it may be cut off.
 staged='/var/lib/homelab/netplan/staged.yaml'
 backup='/var/lib/homelab/netplan/backup'
 # The files to move aside.
@@ -40,6 +44,8 @@ for f in /etc/netplan/*.yaml; do
 	if [ -f "$f" ]; then cp -p "$f" "$backup/etc/"; fi
 done
 printf '%s\n' "$@" > "$backup/disabled"
+rm -f "$backup/restart"
+echo 'keepalived' > "$backup/restart"
 # Whether cloud-init may still render the network, for the rollback.
 rm -f "$backup/cloud-init-on"
 if [ -d /etc/cloud/cloud.cfg.d ] && [ ! -e /etc/cloud/cloud.cfg.d/99-homelab-network.cfg ]; then : > "$backup/cloud-init-on"; fi

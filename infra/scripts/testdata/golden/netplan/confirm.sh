@@ -6,7 +6,8 @@ set -eu
 # `netplan apply` to finish, then checks that .Interface is configured by
 # netplan's definition (systemd-networkd's network file for it) with the
 # static address .Address and no DHCP lease. Confirmed, it disarms the
-# rollback and prints "confirmed"; otherwise it rolls back at once and
+# rollback, starts again the unit stopped for the apply, and prints
+# "confirmed"; otherwise it rolls back at once and
 # prints why, on one line starting "refused:".
 iface='eth0'
 addr='10.0.0.11/24'
@@ -58,5 +59,14 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 systemctl stop homelab-netplan-rollback.timer
+# Starts again the unit netplan/apply recorded as stopped for the apply
+# (keepalived, which handed the VIP over), once, by whichever ends the
+# apply; a unit that fails to start is in its journal, and the next up
+# starts it.
+if [ -f '/var/lib/homelab/netplan/backup'/restart ]; then
+	systemctl start "$(cat '/var/lib/homelab/netplan/backup'/restart)" || true
+	rm -f '/var/lib/homelab/netplan/backup'/restart
+fi
+
 systemctl reset-failed homelab-netplan-rollback.service homelab-netplan-rollback.timer homelab-netplan-apply.service 2>/dev/null || true
 echo confirmed

@@ -4,8 +4,9 @@ set -eu
 (set -o pipefail) 2>/dev/null && set -o pipefail
 # Undoes an apply (netplan/apply) that was not confirmed in time: the
 # files of /etc/netplan as they were before it, the ones it moved aside
-# back in place, then `netplan apply`. Run by the node's own timer, so it
-# works when the provisioner can no longer reach the node.
+# back in place, then `netplan apply`, and the unit stopped for the apply
+# started again. Run by the node's own timer, so it works when the
+# provisioner can no longer reach the node.
 backup='/var/lib/homelab/netplan/backup'
 for f in /etc/netplan/*.yaml; do
 	if [ -f "$f" ]; then rm -f "$f"; fi
@@ -18,4 +19,13 @@ for f in "$backup"/etc/*.yaml; do
 	if [ -f "$f" ]; then cp -p "$f" /etc/netplan/; fi
 done
 netplan apply
+# Starts again the unit netplan/apply recorded as stopped for the apply
+# (keepalived, which handed the VIP over), once, by whichever ends the
+# apply; a unit that fails to start is in its journal, and the next up
+# starts it.
+if [ -f '/var/lib/homelab/netplan/backup'/restart ]; then
+	systemctl start "$(cat '/var/lib/homelab/netplan/backup'/restart)" || true
+	rm -f '/var/lib/homelab/netplan/backup'/restart
+fi
+
 echo "rolled back at $(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$backup/outcome"
