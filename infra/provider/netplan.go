@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 	"github.com/homelab-dev/homelab/roles/netplan"
@@ -127,7 +127,7 @@ func readNetplan(ctx context.Context, in NetplanArgs, last NetplanState) (Netpla
 }
 
 func readNetplanWith(ctx context.Context, c ssh.Executor, last NetplanState) (NetplanState, error) {
-	out, code, err := query(ctx, c, scripts.Render("netplan/read", struct{ Path string }{netplan.Path}))
+	out, code, err := query(ctx, c, nodeprobes.Netplan(last.Interface))
 	if err != nil {
 		return last, err
 	}
@@ -143,32 +143,11 @@ func readNetplanWith(ctx context.Context, c ssh.Executor, last NetplanState) (Ne
 
 // parseNetplanRead reads netplan/read's answer into st.
 func parseNetplanRead(st NetplanState, out string) (NetplanState, error) {
-	st.Installed, st.Sha256, st.Competing, st.Unresolved = false, "", nil, nil
-	others := map[string][]byte{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 2 && f[0] == "netplan":
-			st.Installed = f[1] == "yes"
-		case len(f) == 2 && f[0] == "ours":
-			if f[1] != "-" {
-				st.Sha256 = f[1]
-			}
-		case len(f) >= 2 && f[0] == "file":
-			var b []byte
-			if len(f) == 3 {
-				var err error
-				if b, err = base64.StdEncoding.DecodeString(f[2]); err != nil {
-					return st, fmt.Errorf("%s: %w", f[1], err)
-				}
-			}
-			others[f[1]] = b
-		default:
-			return st, fmt.Errorf("unexpected line %q", line)
-		}
+	l, err := netplan.ParseRead(out, netplan.NIC{Name: st.Interface, MAC: st.MAC})
+	if err != nil {
+		return st, err
 	}
-	c := netplan.FindCompeting(others, netplan.NIC{Name: st.Interface, MAC: st.MAC})
-	st.Competing, st.Unresolved = c.Disable, c.Problems
+	st.Installed, st.Sha256, st.Competing, st.Unresolved = l.Installed, l.Sha256, l.Disable, l.Problems
 	return st, nil
 }
 

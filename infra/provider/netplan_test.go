@@ -10,6 +10,7 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/netplan"
@@ -94,7 +95,7 @@ func TestNetplanMovesTheDHCPDefinitionAsideAndConfirms(t *testing.T) {
 			t.Errorf("the apply does not move the DHCP definition aside:\n%s", e.cmd)
 		}
 	}
-	scriptstest.Golden(t, scripts.Render("netplan/read", struct{ Path string }{netplan.Path}), "")
+	scriptstest.Golden(t, nodeprobes.Netplan("eth0"), "")
 	scriptstest.Golden(t, scripts.Render("netplan/apply", netplanApplyArgs{
 		Staged: netplanDir + "/staged.yaml", Path: netplan.Path, Backup: netplanDir + "/backup", Disable: []string{"/etc/netplan/50-cloud-init.yaml"},
 		RollbackAfter: 120, DisabledSuffix: netplan.DisabledSuffix, CloudInitOff: cloudInitOff, Restart: "keepalived",

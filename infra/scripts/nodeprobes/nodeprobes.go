@@ -11,6 +11,7 @@ package nodeprobes
 
 import (
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -197,3 +198,9 @@ func GPUDetect() scripts.Script { return GPUDetectAt(PCIDevices).Script() }
 
 // PCIDevices is where a node's kernel lists its PCI devices.
 const PCIDevices = "/sys/bus/pci/devices"
+
+// Netplan reads a node's netplan and what configures its NIC iface
+// (netplan.ParseRead).
+func Netplan(iface string) scripts.Script {
+	return scripts.Render("netplan/read", struct{ Path, Interface string }{netplan.Path, iface})
+}
