@@ -24,6 +24,11 @@ type network struct {
 }
 
 type ethernet struct {
+	// Renderer is always networkd, which the provider's confirmation and
+	// doctor check the NIC against: a global `renderer: NetworkManager`
+	// in another file (Ubuntu Desktop's) would otherwise hand the static
+	// address to NetworkManager.
+	Renderer    string       `json:"renderer"`
 	Match       *match       `json:"match,omitempty"`
 	SetName     string       `json:"set-name,omitempty"`
 	DHCP4       bool         `json:"dhcp4"`
@@ -55,6 +60,7 @@ func Render(inv *inventory.Inventory, node inventory.Node) ([]byte, error) {
 		return nil, fmt.Errorf("netplan: %w", err)
 	}
 	eth := ethernet{
+		Renderer:  "networkd",
 		Addresses: []string{fmt.Sprintf("%s/%d", node.Address, prefix.Bits())},
 	}
 	if node.MAC != "" {
