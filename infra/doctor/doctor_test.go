@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/cniconf"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -206,6 +209,48 @@ func TestCheckStatic(t *testing.T) {
 			}
 			if tc.want == Fail && (len(d.r.Causes) != 1 || !strings.Contains(d.r.Causes[0], "homelab up")) {
 				t.Errorf("causes %v: want the fix named", d.r.Causes)
+			}
+		})
+	}
+}
+
+// The netplan row: homelab's definition is the one systemd-networkd
+// configures the NIC from, alone, and as the inventory declares it.
+func TestCheckNetplan(t *testing.T) {
+	n := inventory.Node{Name: "cp-1", Role: inventory.RoleControlPlane, Address: "10.0.0.11", Interface: "eth0"}
+	inv := &inventory.Inventory{Nodes: []inventory.Node{n}}
+	inv.Cluster.Network.NodeCIDR = "10.0.0.0/24"
+	inv.Cluster.Network.Gateway = "10.0.0.1"
+	content, err := netplan.Render(inv, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	declared := hex.EncodeToString(sum[:])
+	owned := netplan.NetworkFileFor("eth0")
+	for _, tc := range []struct {
+		name      string
+		live      *netplan.Live
+		want      Status
+		wantCause string
+	}{
+		{"converged", &netplan.Live{Installed: true, Sha256: declared, NetworkFile: owned}, OK, ""},
+		{"no netplan", &netplan.Live{}, OK, ""},
+		{"not read", nil, Warn, ""},
+		{"never applied", &netplan.Live{Installed: true, NetworkFile: "/run/systemd/network/10-netplan-eth0.network"}, Fail, "homelab up"},
+		{"the installer's file beside", &netplan.Live{Installed: true, Sha256: declared, NetworkFile: owned, Competing: netplan.Competing{Disable: []string{"/etc/netplan/50-cloud-init.yaml"}}}, Fail, "moves"},
+		{"networkd configures the NIC from another file", &netplan.Live{Installed: true, Sha256: declared, NetworkFile: "/etc/systemd/network/eth0.network"}, Fail, "NetworkManager"},
+		{"nothing configures the NIC", &netplan.Live{Installed: true, Sha256: declared}, Fail, "homelab up"},
+		{"the file differs from the inventory", &netplan.Live{Installed: true, Sha256: "0ld", NetworkFile: owned}, Warn, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &doctor{t: Target{Inventory: inv}, r: &Report{}}
+			d.checkNetplan(n, &nodeFacts{node: n, reached: true, netplan: tc.live})
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want {
+				t.Fatalf("findings %+v, want one %s", d.r.Findings, tc.want)
+			}
+			if tc.wantCause != "" && (len(d.r.Causes) != 1 || !strings.Contains(d.r.Causes[0], tc.wantCause)) {
+				t.Errorf("causes %v: want one saying %q", d.r.Causes, tc.wantCause)
 			}
 		})
 	}

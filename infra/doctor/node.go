@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +19,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/gpu"
+	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
@@ -38,6 +41,7 @@ type nodeFacts struct {
 	bindLog   map[string]string   // component -> its last bind failure
 	gpus      gpu.Detection
 	gpusRead  bool
+	netplan   *netplan.Live // nil: not read
 	cni       cniFacts
 	expiry    []nodefacts.Expiry
 	snapshots *snapshotFacts
@@ -115,6 +119,11 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	}
 	if res, err := c.Query(ctx, nodeprobes.GPUDetect().String()); err == nil {
 		f.gpus, f.gpusRead = gpu.ParseDetection(string(res.Stdout)), true
+	}
+	if res, err := c.Query(ctx, nodeprobes.Netplan(f.node.Interface).String()); err == nil {
+		if l, err := netplan.ParseRead(string(res.Stdout), netplan.NIC{Name: f.node.Interface, MAC: f.node.MAC}); err == nil {
+			f.netplan = &l
+		}
 	}
 	f.cni = readCNI(ctx, c)
 	f.primary = at
@@ -210,6 +219,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 			n.Name, f.primary, n.Address, n.Address, n.MAC, f.primary)
 	} else {
 		d.checkStatic(n, f)
+		d.checkNetplan(n, f)
 	}
 	if n.MAC != "" {
 		want, _ := net.ParseMAC(n.MAC)
@@ -251,6 +261,49 @@ func (d *doctor) checkStatic(n inventory.Node, f *nodeFacts) {
 	}
 	d.r.add("node", n.Name, Fail, "address %s is a DHCP lease, not static", n.Address)
 	d.r.cause("%s holds its address %s on a DHCP lease, which can move it as it moved the seed's node: `homelab up` applies the static address (/etc/netplan/60-homelab.yaml); where the node has no netplan, make the address static the way its system does", n.Name, n.Address)
+}
+
+// checkNetplan adds the node's netplan row: homelab's definition is the
+// one that configures the NIC (systemd-networkd's file for it is the one
+// generated from 60-homelab.yaml), no other file defines the NIC, and the
+// file is as the inventory declares it.
+func (d *doctor) checkNetplan(n inventory.Node, f *nodeFacts) {
+	l := f.netplan
+	switch {
+	case l == nil:
+		d.r.add("netplan", n.Name, Warn, "not read")
+	case !l.Installed:
+		d.r.add("netplan", n.Name, OK, "no netplan: the node's own system keeps its address")
+	case l.Sha256 == "":
+		d.r.add("netplan", n.Name, Fail, "%s is missing", netplan.Path)
+		d.r.cause("%s has no %s, so nothing declares its static address: `homelab up` writes and applies it", n.Name, netplan.Path)
+	case len(l.Problems) > 0 || len(l.Disable) > 0:
+		files := append(append([]string{}, l.Disable...), l.Problems...)
+		d.r.add("netplan", n.Name, Fail, "another definition of %s: %s", n.Interface, strings.Join(files, "; "))
+		d.r.cause("%s: another netplan file also configures %s, which can keep a DHCP client beside the static address: `homelab up` moves a file that configures only %s aside; edit the others as named", n.Name, n.Interface, n.Interface)
+	case l.NetworkFile != netplan.NetworkFileFor(n.Interface):
+		from := l.NetworkFile
+		if from == "" {
+			from = "nothing"
+		}
+		d.r.add("netplan", n.Name, Fail, "%s is configured from %s, not %s", n.Interface, from, netplan.Path)
+		d.r.cause("%s: systemd-networkd does not configure %s from homelab's definition (its file would be %s): `homelab up` applies it; a NIC renamed or another renderer (NetworkManager) does this", n.Name, n.Interface, netplan.NetworkFileFor(n.Interface))
+	case !d.netplanDeclared(n, l.Sha256):
+		d.r.add("netplan", n.Name, Warn, "%s differs from the inventory: the next up applies it", netplan.Path)
+	default:
+		d.r.add("netplan", n.Name, OK, "%s owns %s", netplan.Path, n.Interface)
+	}
+}
+
+// netplanDeclared is whether sha is the checksum of the node's file as
+// the inventory renders it.
+func (d *doctor) netplanDeclared(n inventory.Node, sha string) bool {
+	want, err := netplan.Render(d.t.Inventory, n)
+	if err != nil {
+		return false
+	}
+	sum := sha256.Sum256(want)
+	return hex.EncodeToString(sum[:]) == sha
 }
 
 var ipPattern = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
