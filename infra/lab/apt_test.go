@@ -128,7 +128,7 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 				t.Errorf("packaged=%v: /usr/bin/%s in the tools layer: %v", packaged, b, err == nil)
 			}
 		}
-		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemStandIn); err != nil {
+		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemStandIn, "eth0"); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {
@@ -139,7 +139,7 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 		}
 		// A real node: the same files left to the packages, and its
 		// dpkg database the rootfs's own, never the machine's.
-		if _, err := l.newDisk("gpu-4", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemSystemd); err != nil {
+		if _, err := l.newDisk("gpu-4", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemSystemd, "eth0"); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {

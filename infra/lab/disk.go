@@ -165,7 +165,7 @@ func (l *Lab) diskExists(node string) bool {
 // its dpkg database. A real node (system SystemSystemd) gets the files and
 // units a Debian machine set up for Kubernetes has over the rootfs. It
 // returns the host public key.
-func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (string, error) {
+func (l *Lab) newDisk(node, clientKey string, packaged bool, system, iface string) (string, error) {
 	if err := os.RemoveAll(l.diskDir(node)); err != nil {
 		return "", err
 	}
@@ -200,6 +200,7 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool, system string) (str
 	nodeFiles := image.Files()
 	if system == SystemSystemd {
 		nodeFiles = image.RealFiles()
+		files = append(files, installerNetplan(iface))
 	}
 	for _, f := range nodeFiles {
 		if packaged && slices.Contains(aptrepo.PackagedImageFiles, f.Path) {
@@ -338,6 +339,22 @@ StrictModes no
 		}
 	}
 	return nil
+}
+
+// installerNetplan is the network configuration a real node's disk comes
+// with, as Ubuntu's installer and cloud images leave it: DHCP on the NIC,
+// in cloud-init's file. The lab's DHCP server (dhcp.go) leases the node
+// its declared address until homelab up makes the address static.
+func installerNetplan(iface string) nodeFile {
+	return nodeFile{Path: "/etc/netplan/50-cloud-init.yaml", Mode: 0o600, Content: []byte(fmt.Sprintf(`# This file is generated from information provided by the datasource. Changes
+# to it will not persist across an instance reboot. (As cloud-init writes
+# it; here the lab's installer.)
+network:
+  version: 2
+  ethernets:
+    %s:
+      dhcp4: true
+`, iface))}
 }
 
 func resolvConf(s *State) string {

@@ -83,7 +83,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
 		} else {
-			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages, n.System)
+			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface)
 		}
 		if err != nil {
 			return fail(err)
@@ -110,6 +110,9 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	}
 	if s.HasSystemd() {
 		if err := l.startRegistry(ctx, s, s.Names().GatewayPath()); err != nil {
+			return fail(err)
+		}
+		if err := l.startDHCP(s); err != nil {
 			return fail(err)
 		}
 	}
@@ -304,7 +307,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	if err != nil {
 		return err
 	}
-	errs := []error{l.stopAptServer(s), l.stopRegistry(s)}
+	errs := []error{l.stopAptServer(s), l.stopRegistry(s), l.stopDHCP(s)}
 	for i := len(s.Nodes) - 1; i >= 0; i-- {
 		n := s.Nodes[i]
 		if n.Power == powerOn {

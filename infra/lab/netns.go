@@ -254,9 +254,10 @@ func (l *Lab) upNetwork(s *State, gwPrefix string) error {
 	return nil
 }
 
-// plugNode gives a node its namespace and its cable into the bridge,
-// configured as the node's network config would: address, MAC, default
-// route via the gateway, forwarding on (kubeadm's preflight wants it).
+// plugNode gives a node its namespace and its cable into the bridge, with
+// its MAC and forwarding on (kubeadm's preflight wants it); a stand-in
+// node's also configured as its network config would: address and default
+// route via the gateway.
 func (l *Lab) plugNode(s *State, n *NodeState) error {
 	br := s.Names().Bridge()
 	if err := l.addNetns(s, n.Netns); err != nil {
@@ -277,17 +278,27 @@ func (l *Lab) plugNode(s *State, n *NodeState) error {
 	if err := l.saveState(s); err != nil {
 		return err
 	}
-	for _, args := range [][]string{
+	steps := [][]string{
 		{"-n", br, "link", "set", k.Name, "master", bridgeName, "up"},
 		{"-n", n.Netns, "addr", "add", fmt.Sprintf("%s/%d", n.Address, n.Prefix), "dev", n.Interface},
 		{"-n", n.Netns, "link", "set", n.Interface, "up"},
 		{"-n", n.Netns, "route", "add", "default", "via", s.Gateway},
-	} {
+	}
+	sysctls := map[string]string{"net.ipv4.ip_forward": "1"}
+	if n.System == SystemSystemd {
+		// A real node's networkd configures its NIC from its disk (at
+		// first, a lease from the lab's DHCP server: dhcp.go). sshd binds
+		// the node's address (the lab's sshd_config), which arrives only
+		// then.
+		steps = [][]string{steps[0]}
+		sysctls["net.ipv4.ip_nonlocal_bind"] = "1"
+	}
+	for _, args := range steps {
 		if err := ip(args...); err != nil {
 			return err
 		}
 	}
-	return setNetSysctls(n.Netns, map[string]string{"net.ipv4.ip_forward": "1"})
+	return setNetSysctls(n.Netns, sysctls)
 }
 
 // unplugNode removes a node's cable and namespace: deleting the veth takes

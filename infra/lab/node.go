@@ -290,13 +290,16 @@ func (l *Lab) Replace(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		pub, err := l.newDisk(n.Name, clientKey, s.Packages, n.System)
+		pub, err := l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface)
 		if err != nil {
 			return err
 		}
 		n.HostKey = pub
 		n.MAC = randomMAC()
 		if err := l.saveState(s); err != nil {
+			return err
+		}
+		if err := l.followDHCP(s); err != nil {
 			return err
 		}
 		if err := l.writeLabKnownHosts(s); err != nil {
@@ -344,6 +347,9 @@ func (l *Lab) Readdress(ctx context.Context, name, address string) error {
 			return err
 		}
 		if err := l.followAddress(s, n); err != nil {
+			return err
+		}
+		if err := l.followDHCP(s); err != nil {
 			return err
 		}
 		return l.powerOn(ctx, s, n)

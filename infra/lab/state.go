@@ -46,8 +46,10 @@ type State struct {
 	Packages  bool  `json:"packages,omitempty"`
 	AptServer *Proc `json:"aptServer,omitempty"`
 	// RegistryServer serves the lab's images to real nodes (registry.go).
-	RegistryServer *Proc        `json:"registryServer,omitempty"`
-	Nodes          []*NodeState `json:"nodes"`
+	RegistryServer *Proc `json:"registryServer,omitempty"`
+	// DHCPServer leases real nodes their address (dhcp.go).
+	DHCPServer *Proc        `json:"dhcpServer,omitempty"`
+	Nodes      []*NodeState `json:"nodes"`
 }
 
 // Link is a veth pair: Name in Names.Bridge, Peer (renamed) in Netns.

@@ -503,6 +503,9 @@ func (l *Lab) checkSystemd(s *State) error {
 			return fmt.Errorf("--systemd: %w", err)
 		}
 	}
+	if _, err := exec.LookPath("dnsmasq"); s.HasSystemd() && err != nil {
+		return fmt.Errorf("--systemd: real nodes take their first address from the lab's DHCP server, dnsmasq (apt-get install dnsmasq-base; infra/tools/setup.sh installs it): %w", err)
+	}
 	if s.HasSystemd() && s.Packages && slices.ContainsFunc(s.Nodes, func(n *NodeState) bool { return n.System != SystemSystemd }) {
 		// The lab's kubelet package carries the real kubelet or the
 		// stand-in, not both.

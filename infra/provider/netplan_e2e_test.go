@@ -73,11 +73,19 @@ func TestNetplanOnARealNode(t *testing.T) {
 	}
 
 	// As an installer leaves a machine: DHCP on the NIC (cloud-init's
-	// file), networkd's client running for it.
-	run(`mkdir -p /etc/cloud/cloud.cfg.d && printf 'network:\n  version: 2\n  ethernets:\n    eth0:\n      dhcp4: true\n' > /etc/netplan/50-cloud-init.yaml && chmod 600 /etc/netplan/50-cloud-init.yaml && netplan apply 2>/dev/null; networkctl status eth0 --no-pager | grep -c DHCP || true`)
+	// file, which the lab's disk comes with), networkd holding a lease
+	// from the lab's DHCP server for the declared address.
+	leases := func() string { return run("ls /run/systemd/netif/leases 2>/dev/null || true") }
+	if got := run("ip -o addr show dev eth0"); !strings.Contains(got, " "+node.Address+"/24 ") || !strings.Contains(got, "dynamic") {
+		t.Fatalf("before the up, eth0 holds no lease for %s: %s", node.Address, got)
+	}
+	if leases() == "" {
+		t.Fatal("before the up, networkd holds no DHCP lease")
+	}
 	if got := networkFile(); got != "/run/systemd/network/10-netplan-eth0.network" {
 		t.Fatalf("the installer's DHCP definition is not in effect (network file %q)", got)
 	}
+	run("mkdir -p /etc/cloud/cloud.cfg.d")
 
 	if err := apply(in); err != nil {
 		t.Fatal(err)
@@ -96,6 +104,9 @@ func TestNetplanOnARealNode(t *testing.T) {
 	}
 	if got := run("systemctl is-active homelab-netplan-rollback.timer || true"); got == "active" {
 		t.Error("the rollback is still armed after the confirmation")
+	}
+	if got := leases(); got != "" {
+		t.Errorf("networkd still holds a DHCP lease after the up: %s", got)
 	}
 	sum := func() string { return run("sha256sum " + netplan.Path) }
 	good := sum()
@@ -161,6 +172,12 @@ func TestNetplanOnARealNode(t *testing.T) {
 	})
 	if got := run("cat /run/systemd/network/10-netplan-eth0.network"); strings.Contains(got, "DHCP") {
 		t.Errorf("after the boot, eth0's network file:\n%s", got)
+	}
+	if got := run("ip -o addr show dev eth0"); !strings.Contains(got, " "+node.Address+"/24 ") || strings.Contains(got, "dynamic") {
+		t.Errorf("after the boot, eth0: %s", got)
+	}
+	if got := leases(); got != "" {
+		t.Errorf("after the boot, networkd holds a DHCP lease: %s", got)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homelab-dev/homelab/infra/doctor"
 )
 
 // withoutMACs drops the nodes' MACs from an inventory: netplan matches a
@@ -43,6 +45,20 @@ func TestRealClusterInTheLab(t *testing.T) {
 		if want := "/run/systemd/network/10-netplan-eth0.network\nactive\n0\n"; got != want {
 			t.Errorf("%s: eth0 %q, want %q", n, got, want)
 		}
+	}
+	// doctor says so too, from the nodes' own netplan and networkd.
+	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	netplanRows := 0
+	for _, f := range rep.Findings {
+		if f.Check == "netplan" {
+			netplanRows++
+			if f.Status != doctor.OK {
+				t.Errorf("doctor's netplan row for %s: %s %s", f.Where, f.Status, f.Detail)
+			}
+		}
+	}
+	if netplanRows != 7 {
+		t.Errorf("doctor has %d netplan rows, want one per node", netplanRows)
 	}
 	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
 		got := e.node(ctx, n, `cat /proc/1/comm; for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do ctr --namespace k8s.io containers ls --quiet "labels.\"io.kubernetes.container.name\"==$c" | head -n 1 | grep -q . && echo "$c"; done; systemctl is-active keepalived`)
