@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -371,6 +372,19 @@ func randomHex(n int) string {
 
 // randomMAC returns a locally administered unicast MAC, as a replacement
 // board would bring.
+// AddressMAC is the MAC the lab gives a node whose inventory entry has
+// none: QEMU's prefix (libvirt's default) and the address's last three
+// bytes, so a node keeps one MAC from lab to lab, as a machine keeps its
+// NIC's, and inventory/lab.yaml can leave it out (real nodes must:
+// docs/lab.md). A replaced node gets a random one (randomMAC).
+func AddressMAC(address string) string {
+	ip := net.ParseIP(address).To4()
+	if ip == nil {
+		return randomMAC()
+	}
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", ip[1], ip[2], ip[3])
+}
+
 func randomMAC() string {
 	b := make([]byte, 6)
 	rand.Read(b)

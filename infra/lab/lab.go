@@ -225,7 +225,7 @@ func newState(inv *inventory.Inventory, invPath string, names Names) *State {
 			ns.Interface = "eth0"
 		}
 		if ns.MAC == "" {
-			ns.MAC = randomMAC()
+			ns.MAC = AddressMAC(n.Address)
 		}
 		s.Nodes = append(s.Nodes, ns)
 	}

@@ -398,3 +398,18 @@ func TestStaleNamespaceIsReclaimedOnlyWhenNoLabRecordsIt(t *testing.T) {
 		t.Errorf("owner record kept after the namespace went: %v", err)
 	}
 }
+
+func TestAddressMAC(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.77.0.120": "52:54:00:4d:00:78",
+		"10.77.0.133": "52:54:00:4d:00:85",
+		"192.168.1.7": "52:54:00:a8:01:07",
+	} {
+		if got := AddressMAC(addr); got != want {
+			t.Errorf("AddressMAC(%s) = %s, want %s", addr, got, want)
+		}
+	}
+	if a, b := AddressMAC("fd00::1"), AddressMAC("fd00::1"); a == b {
+		t.Errorf("an address the lab does not wire up got %s twice: want a random MAC", a)
+	}
+}

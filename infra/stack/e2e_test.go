@@ -42,10 +42,21 @@ func needE2E(t *testing.T) {
 func newE2E(t testing.TB) *e2e { return newE2EWith(t, nil) }
 
 // newE2EWith brings the lab up from inventory/lab.yaml edited by base (nil:
-// as it is): what the lab makes depends on it (cluster.packages).
+// as it is): what the lab makes depends on it (cluster.packages). The
+// nodes named in systemd are real; with none, the nodes are stand-ins
+// and the inventory declares their MACs (withMACs).
 func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if len(systemd) == 0 {
+		edit := base
+		base = func(s string) string {
+			if edit != nil {
+				s = edit(s)
+			}
+			return withMACs(s)
+		}
+	}
 	e := &e2e{t: t, log: &bytes.Buffer{}}
 	e.lab = labtest.UpSystemd(t, ctx, "stack", base, systemd, func() { t.Logf("engine output (tail):\n%s", labtest.EngineTail(e.log.String(), 80)) })
 	e.work, e.invPath = e.lab.Work, e.lab.InventoryPath

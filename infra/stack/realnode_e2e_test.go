@@ -8,7 +8,25 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/infra/lab"
 )
+
+// withMACs declares each node's MAC as the lab gives it (lab.AddressMAC),
+// which inventory/lab.yaml leaves out for real nodes' sake: a stand-in
+// node ignores netplan, and tests of what a MAC tells (doctor finding a
+// re-addressed node, a replaced machine's new MAC) need it declared.
+func withMACs(s string) string {
+	flow := regexp.MustCompile(`(\{name: [^}]*address: ([0-9.]+))(, interface: )`)
+	s = flow.ReplaceAllStringFunc(s, func(m string) string {
+		g := flow.FindStringSubmatch(m)
+		return g[1] + `, mac: "` + lab.AddressMAC(g[2]) + `"` + g[3]
+	})
+	block := regexp.MustCompile(`(?m)^( +)address: ([0-9.]+)\n`)
+	return block.ReplaceAllStringFunc(s, func(m string) string {
+		g := block.FindStringSubmatch(m)
+		return m + g[1] + `mac: "` + lab.AddressMAC(g[2]) + `"` + "\n"
+	})
+}
 
 // withoutMACs drops the nodes' MACs from an inventory: netplan matches a
 // NIC's permanent MAC, which a lab NIC (a veth) does not have, so a real
