@@ -49,7 +49,7 @@ homelab, the provisioner, knows nothing of the lab. See docs/lab.md.`,
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "lab directory (default $"+lab.EnvDir+" or "+lab.DefaultDir+")")
 
 	var invPath string
-	var systemdNodes []string
+	var standIn bool
 	up := &cobra.Command{
 		Use:   "up -f INVENTORY",
 		Short: "Build (or reuse) the binaries and boot one node per inventory node",
@@ -61,7 +61,10 @@ homelab, the provisioner, knows nothing of the lab. See docs/lab.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			l.Systemd = systemdNodes
+			// Real nodes unless asked: the stand-ins go away with issue 30.
+			if !standIn {
+				l.Systemd = []string{"*"}
+			}
 			_, already, err := l.Up(ctx, invPath)
 			if err != nil {
 				return err
@@ -73,7 +76,7 @@ homelab, the provisioner, knows nothing of the lab. See docs/lab.md.`,
 		},
 	}
 	up.Flags().StringVarP(&invPath, "file", "f", "inventory/lab.yaml", "inventory file")
-	up.Flags().StringSliceVar(&systemdNodes, "systemd", nil, "nodes that boot Debian 12 for real (systemd, containerd, runc, the real kubelet) instead of the stand-ins; * for all (docs/lab.md, \"Real nodes\")")
+	up.Flags().BoolVar(&standIn, "stand-in", false, "boot every node on the stand-ins (homelab-node's init, kubelet and CRI) instead of Debian 12 with the real systemd, containerd, runc and kubelet (docs/lab.md, \"Real nodes\")")
 
 	var keepDisks bool
 	down := &cobra.Command{

@@ -500,16 +500,16 @@ func (l *Lab) checkSystemd(s *State) error {
 			continue
 		}
 		if _, err := s.Node(name); err != nil {
-			return fmt.Errorf("--systemd: %w", err)
+			return fmt.Errorf("real nodes: %w", err)
 		}
 	}
 	if _, err := exec.LookPath("dnsmasq"); s.HasSystemd() && err != nil {
-		return fmt.Errorf("--systemd: real nodes take their first address from the lab's DHCP server, dnsmasq (apt-get install dnsmasq-base; infra/tools/setup.sh installs it): %w", err)
+		return fmt.Errorf("real nodes take their first address from the lab's DHCP server, dnsmasq (apt-get install dnsmasq-base; infra/tools/setup.sh installs it): %w", err)
 	}
 	if s.HasSystemd() && s.Packages && slices.ContainsFunc(s.Nodes, func(n *NodeState) bool { return n.System != SystemSystemd }) {
 		// The lab's kubelet package carries the real kubelet or the
 		// stand-in, not both.
-		return errors.New("--systemd: a lab whose nodes take the lab's Kubernetes packages (cluster.packages.manage: true) is real or stand-in throughout; use --systemd '*'")
+		return errors.New("a lab whose nodes take the lab's Kubernetes packages (cluster.packages.manage: true) is real or stand-in throughout: make every node real, or every node a stand-in (homelab-lab up --stand-in)")
 	}
 	return nil
 }
