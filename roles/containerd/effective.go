@@ -1,0 +1,102 @@
+package containerd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Effective is what a node's containerd runs pods with, read from
+// `containerd config dump` (its configuration with defaults and imports
+// merged) and `containerd --version`: what doctor compares with the
+// kubelet's.
+type Effective struct {
+	// Version is containerd's own (1.6.20~ds1, v2.0.0), Major its major.
+	Version string
+	Major   int
+	// Runtime is the CRI plugin's default runtime; SystemdCgroup its
+	// cgroup driver (false: cgroupfs, what the packages default to).
+	Runtime       string
+	SystemdCgroup bool
+	SandboxImage  string
+}
+
+// ParseVersion reads `containerd --version`: "containerd PACKAGE VERSION
+// REVISION", whoever built it (Debian, containerd.io, upstream).
+func ParseVersion(out string) (version string, major int, err error) {
+	f := strings.Fields(out)
+	if len(f) < 3 || f[0] != "containerd" {
+		return "", 0, fmt.Errorf("containerd --version: unexpected %q", strings.TrimSpace(out))
+	}
+	version = f[2]
+	m, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	if major, err = strconv.Atoi(m); err != nil {
+		return "", 0, fmt.Errorf("containerd --version: version %q", version)
+	}
+	return version, major, nil
+}
+
+type dumpRuntimes struct {
+	DefaultRuntimeName string `toml:"default_runtime_name"`
+	Runtimes           map[string]struct {
+		Options map[string]any `toml:"options"`
+	} `toml:"runtimes"`
+}
+
+// configDump is the part of both config versions ParseDump reads: version 2
+// (containerd 1.x) has one CRI plugin; version 3 (2.x) splits it into a
+// runtime plugin and an images plugin holding the sandbox as a pinned
+// image.
+type configDump struct {
+	Version int `toml:"version"`
+	Plugins struct {
+		CRI struct {
+			SandboxImage string       `toml:"sandbox_image"`
+			Containerd   dumpRuntimes `toml:"containerd"`
+		} `toml:"io.containerd.grpc.v1.cri"`
+		Runtime struct {
+			Containerd dumpRuntimes `toml:"containerd"`
+		} `toml:"io.containerd.cri.v1.runtime"`
+		Images struct {
+			PinnedImages struct {
+				Sandbox string `toml:"sandbox"`
+			} `toml:"pinned_images"`
+		} `toml:"io.containerd.cri.v1.images"`
+	} `toml:"plugins"`
+}
+
+// ParseDump reads `containerd config dump` into e (its version fields
+// left as they are).
+func ParseDump(data []byte, e *Effective) error {
+	var d configDump
+	if _, err := toml.Decode(string(data), &d); err != nil {
+		return fmt.Errorf("containerd config dump: %w", err)
+	}
+	rt := d.Plugins.CRI.Containerd
+	e.SandboxImage = d.Plugins.CRI.SandboxImage
+	switch d.Version {
+	case 2:
+	case 3:
+		rt = d.Plugins.Runtime.Containerd
+		e.SandboxImage = d.Plugins.Images.PinnedImages.Sandbox
+	default:
+		return fmt.Errorf("containerd config dump: config version %d (containerd 1.x writes 2, 2.x 3)", d.Version)
+	}
+	e.Runtime = rt.DefaultRuntimeName
+	r, ok := rt.Runtimes[e.Runtime]
+	if e.Runtime == "" || !ok {
+		return fmt.Errorf("containerd config dump: the default runtime %q is not configured", e.Runtime)
+	}
+	e.SystemdCgroup = r.Options["SystemdCgroup"] == true
+	return nil
+}
+
+// CgroupDriver is the kubelet's name for the runtime's cgroup driver.
+func (e Effective) CgroupDriver() string {
+	if e.SystemdCgroup {
+		return "systemd"
+	}
+	return "cgroupfs"
+}
