@@ -95,6 +95,9 @@ func (c *Config) defaults() {
 // ignored.
 func Main(args []string) int {
 	c := Config{Images: &images.Store{Dir: images.Root}}
+	if sub := subcommand(args); sub != nil {
+		return runSubcommand(sub, args)
+	}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
 		if !strings.HasPrefix(args[i], "-") {

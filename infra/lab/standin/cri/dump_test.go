@@ -1,0 +1,43 @@
+package cri
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/homelab-dev/homelab/roles/containerd"
+)
+
+// `containerd config dump` on a stand-in node prints what it runs, and
+// no subcommand starts a second server on the node's socket.
+func TestConfigDump(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	os.WriteFile(cfg, []byte("version = 3\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = 'registry.k8s.io/pause:3.9'\n"), 0o644)
+	r, w, _ := os.Pipe()
+	stdout := os.Stdout
+	os.Stdout = w
+	code := Main([]string{"--config", cfg, "config", "dump"})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if code != 0 {
+		t.Fatalf("config dump: exit %d", code)
+	}
+	var e containerd.Effective
+	if err := containerd.ParseDump(out, &e); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if e.Runtime != "runc" || !e.SystemdCgroup || e.SandboxImage != "registry.k8s.io/pause:3.9" {
+		t.Errorf("dump read as %+v:\n%s", e, out)
+	}
+	if !bytes.Contains(out, []byte("version = 3")) {
+		t.Errorf("not containerd 2's config version:\n%s", out)
+	}
+	for _, args := range [][]string{{"config", "default"}, {"--address", "/tmp/x.sock", "oci-hook"}} {
+		if code := Main(args); code == 0 {
+			t.Errorf("containerd %v: exit 0", args)
+		}
+	}
+}
