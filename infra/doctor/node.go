@@ -45,13 +45,17 @@ type nodeFacts struct {
 	cni       cniFacts
 	expiry    []nodefacts.Expiry
 	snapshots *snapshotFacts
+	runtime   runtimeFacts
 }
 
 // nodeArgs are doctor/node's values.
-type nodeArgs struct{ Live nodeprobes.LiveArgs }
+type nodeArgs struct {
+	Live          nodeprobes.LiveArgs
+	KubeletConfig string
+}
 
 // probeScript reads all doctor checks a node by, in one session.
-var probeScript = scripts.Render("doctor/node", nodeArgs{Live: nodeprobes.LiveAt("")})
+var probeScript = scripts.Render("doctor/node", nodeArgs{Live: nodeprobes.LiveAt(""), KubeletConfig: nodefacts.KubeletConfigFile})
 
 func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
 	inv := d.t.Inventory
@@ -115,6 +119,8 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			}
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
+		case k == "containerd.version" || k == "containerd.dump" || k == "kubelet.cgroupDriver":
+			f.runtime.read(k, v)
 		}
 	}
 	if res, err := c.Query(ctx, nodeprobes.GPUDetect().String()); err == nil {
@@ -239,6 +245,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 	if f.hostname != "" && f.hostname != n.Name {
 		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
 	}
+	d.checkRuntime(n, f)
 	d.checkGPUs(n, f)
 	d.checkCNI(n, f)
 	d.checkExpiry(n, f)

@@ -1,8 +1,9 @@
 # Reads what doctor checks a node by, in one session: its hostname, MACs,
 # addresses (secondary ones apart: the VIP is one, and must not pass for
 # the node's own address; leased ones marked), neighbour table, the last bind failure in
-# etcd's and the apiserver's logs, then its configuration and its
-# certificates' dates (nodefacts/live). Prints key=value lines.
+# etcd's and the apiserver's logs, the container runtime's cgroup driver
+# beside the kubelet's, then its configuration and its certificates' dates
+# (nodefacts/live). Prints key=value lines.
 # Read-only; every part goes on whatever an earlier part found.
 echo "hostname=$(hostname)"
 for i in /sys/class/net/*; do
@@ -29,4 +30,12 @@ for c in etcd kube-apiserver; do
 		fi
 	done
 done
+# The container runtime as it would start now (its configuration with
+# defaults and imports merged), and the cgroup driver the kubelet was
+# given: the two must agree. The dump is one base64 line.
+if command -v containerd >/dev/null 2>&1; then
+	echo "containerd.version=$(containerd --version 2>/dev/null || true)"
+	echo "containerd.dump=$(containerd config dump 2>/dev/null | base64 -w 0 || true)"
+fi
+awk '$1 == "cgroupDriver:" { print "kubelet.cgroupDriver=" $2 }' {{q .KubeletConfig}} 2>/dev/null || true
 {{template "nodefacts/live" .Live}}

@@ -1,0 +1,54 @@
+package doctor
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/inventory"
+)
+
+// The runtime row, from the lines doctor/node prints: containerd's cgroup
+// driver against the kubelet's (systemd until kubeadm wrote its
+// configuration).
+func TestCheckRuntime(t *testing.T) {
+	n := inventory.Node{Name: "gpu-1", Role: inventory.RoleWorker, Address: "10.0.0.21"}
+	const version = "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3"
+	dump := func(systemd string) string {
+		return base64.StdEncoding.EncodeToString([]byte(`version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = ` + systemd + "\n"))
+	}
+	for _, tc := range []struct {
+		name      string
+		lines     map[string]string
+		want      Status
+		wantCause string
+	}{
+		{"as the kubelet", map[string]string{"containerd.version": version, "containerd.dump": dump("true"), "kubelet.cgroupDriver": "systemd"}, OK, ""},
+		{"before kubeadm wrote the kubelet's", map[string]string{"containerd.version": version, "containerd.dump": dump("true")}, OK, ""},
+		{"the package's cgroupfs", map[string]string{"containerd.version": version, "containerd.dump": dump("false"), "kubelet.cgroupDriver": "systemd"}, Fail, "SystemdCgroup = true"},
+		{"a cgroupfs kubelet on systemd", map[string]string{"containerd.version": version, "containerd.dump": dump("true"), "kubelet.cgroupDriver": "cgroupfs"}, Fail, "SystemdCgroup = false"},
+		{"a configuration that does not load", map[string]string{"containerd.version": version, "containerd.dump": ""}, Fail, "containerd config dump"},
+		{"no containerd", map[string]string{"kubelet.cgroupDriver": "systemd"}, Warn, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &nodeFacts{node: n, reached: true}
+			for k, v := range tc.lines {
+				f.runtime.read(k, v)
+			}
+			d := &doctor{t: Target{Inventory: &inventory.Inventory{Nodes: []inventory.Node{n}}}, r: &Report{}}
+			d.checkRuntime(n, f)
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want {
+				t.Fatalf("findings %+v, want one %s", d.r.Findings, tc.want)
+			}
+			if tc.wantCause != "" && (len(d.r.Causes) != 1 || !strings.Contains(d.r.Causes[0], tc.wantCause)) {
+				t.Errorf("causes %v: want one saying %q", d.r.Causes, tc.wantCause)
+			}
+		})
+	}
+}
