@@ -97,7 +97,8 @@ func TestREADMEPulumiPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	c := &cli{t: t}
-	l := labtest.Up(t, ctx, "pulumicli", func() { t.Logf("output (tail):\n%s", labtest.EngineTail(c.outputs.String(), 80)) })
+	// Real nodes, as the README's homelab-lab up boots them.
+	l := labtest.UpSystemd(t, ctx, "pulumicli", nil, []string{"*"}, func() { t.Logf("output (tail):\n%s", labtest.EngineTail(c.outputs.String(), 80)) })
 	c.lab = l
 	work := t.TempDir()
 	c.repo = filepath.Join(work, "homelab")

@@ -361,10 +361,11 @@ func (e *e2e) noChanges(ctx context.Context, s *Stack, what string) {
 // swapped to Cilium's kube-proxy replacement and back on the live cluster;
 // a failing upgrade is rolled back; GPU workers' drop-in, labels and taints
 // survive re-applies and hand edits. A cluster built with the replacement
-// from the start is TestCertificatesInTheLab's (checkFreshCilium).
+// from the start is TestCertificatesInTheLab's (checkFreshCilium). The
+// nodes are real: the agent's pods and kube-proxy's run as containers.
 func TestDataplaneSwapInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2E(t)
+	e := newE2EWith(t, nil, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	start := time.Now()

@@ -27,10 +27,11 @@ func soloInventory(s string) string {
 // the static pod manifests moved aside as kubeadm's restore guide does,
 // a restore interrupted with them set aside) ends, after one up, with
 // the cluster back and its data kept: the node is repaired with kubeadm's
-// init phases, never reset, and no command deletes etcd's data.
+// init phases, never reset, and no command deletes etcd's data. The nodes
+// are real: the real kubelet stops and starts the static pods.
 func TestOnlyCopyIsKeptInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2EWith(t, soloInventory)
+	e := newE2EWith(t, func(s string) string { return withoutMACs(soloInventory(s)) }, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	s := e.open(ctx, e.invPath)
