@@ -60,7 +60,7 @@ func (d *doctor) checkRuntime(n inventory.Node, f *nodeFacts) {
 		d.r.cause("%s: containerd's configuration cannot be read (%v): check %s with `containerd config dump` on the node", n.Name, r.err, containerd.ConfigPath)
 	case r.eff.CgroupDriver() != want:
 		d.r.add("runtime", n.Name, Fail, "containerd %s runs %s on %s cgroups, the kubelet on %s", r.eff.Version, r.eff.Runtime, r.eff.CgroupDriver(), want)
-		d.r.cause("%s: containerd runs pods on the %s cgroup driver and the kubelet on %s, so pods fail to start or are left outside the kubelet's accounting: set SystemdCgroup = %v in the %s runtime's options in %s and run `systemctl restart containerd` on the node",
+		d.r.cause("%s: containerd runs pods on the %s cgroup driver and the kubelet on %s, so runc puts pods' containers in cgroups outside the kubelet's (its limits and evictions no longer hold them) or fails to start them: set SystemdCgroup = %v in the %s runtime's options in %s and run `systemctl restart containerd` on the node",
 			n.Name, r.eff.CgroupDriver(), want, want == "systemd", r.eff.Runtime, containerd.ConfigPath)
 	default:
 		d.r.add("runtime", n.Name, OK, "containerd %s, %s on %s cgroups as the kubelet, sandbox %s", r.eff.Version, r.eff.Runtime, want, r.eff.SandboxImage)
