@@ -21,6 +21,10 @@ func soloInventory(s string) string {
 	return withNodes(strings.Replace(s, "layout: vip ", "layout: single-ip ", 1), soloNodes, "solo")
 }
 
+// soloRealInventory is soloInventory for real nodes, which are declared
+// without MACs (withoutMACs).
+func soloRealInventory(s string) string { return withoutMACs(soloInventory(s)) }
+
 // TestOnlyCopyIsKeptInTheLab is issue 36's first item end to end: on a
 // cluster with one control-plane node, each ordinary way of leaving it
 // without one of kubeadm's files (admin.conf deleted as a hardening step,
@@ -31,7 +35,7 @@ func soloInventory(s string) string {
 // are real: the real kubelet stops and starts the static pods.
 func TestOnlyCopyIsKeptInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2EWith(t, func(s string) string { return withoutMACs(soloInventory(s)) }, "*")
+	e := newE2EWith(t, soloRealInventory, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	s := e.open(ctx, e.invPath)

@@ -27,7 +27,7 @@ func runtimeRow(rep *doctor.Report, node string) (doctor.Finding, bool) {
 // SystemdCgroup restored doctor passes again and a pod runs inside them.
 func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2EWith(t, func(s string) string { return withoutMACs(soloInventory(s)) }, "*")
+	e := newE2EWith(t, soloRealInventory, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	s := e.open(ctx, e.invPath)
