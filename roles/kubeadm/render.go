@@ -157,7 +157,7 @@ func KubeProxy(inv *inventory.Inventory) KubeProxyConfiguration {
 func kubelet(inv *inventory.Inventory) KubeletConfiguration {
 	k := KubeletConfiguration{
 		TypeMeta:           TypeMeta{kubeletAPIVersion, "KubeletConfiguration"},
-		CgroupDriver:       "systemd",
+		CgroupDriver:       CgroupDriver,
 		ClusterDomain:      inv.Cluster.Network.DNSDomain,
 		ClusterDNS:         []string{clusterDNS(inv.Cluster.Network.ServiceCIDR)},
 		RotateCertificates: true,
