@@ -59,6 +59,8 @@ type Cluster struct {
 	Etcd   Etcd   `json:"etcd,omitempty" yaml:"etcd"`
 	// Packages: kubeadm, kubelet and kubectl on every node.
 	Packages Packages `json:"packages" yaml:"packages"`
+	// ContainerRuntime: containerd's configuration on every node.
+	ContainerRuntime ContainerRuntime `json:"containerRuntime" yaml:"containerRuntime"`
 	// Certificates: the leaf certificates' lifetime and renewal.
 	Certificates Certificates `json:"certificates" yaml:"certificates"`
 	ExtraSANs    []string     `json:"extraSANs,omitempty" yaml:"extraSANs"`
@@ -149,6 +151,24 @@ type Packages struct {
 	// homelab holding the key that signs Repository; it is uploaded to the
 	// nodes. Empty: each node fetches the repository's Release.key.
 	Keyring string `json:"keyring,omitempty" yaml:"keyring"`
+}
+
+// ContainerRuntime says who configures containerd, which the kubelet runs
+// pods with. The two must agree on the cgroup driver and the sandbox
+// image, or pods fail; a distribution's containerd package agrees on
+// neither.
+type ContainerRuntime struct {
+	// Manage makes up write /etc/containerd/config.toml (runc on the
+	// kubelet's systemd cgroup driver, kubeadm's pause image as the
+	// sandbox, conf.d imported, mirrors from certs.d) and restart
+	// containerd node by node when it changes; false: the user configures
+	// it, and up checks it before kubeadm runs.
+	Manage bool `json:"manage" yaml:"manage"`
+	// RestrictOOMScoreAdj is for nodes whose root lacks CAP_SYS_RESOURCE
+	// (an LXC container, the emulated homelab's namespaces): runc there
+	// cannot give a sandbox the OOM score the kubelet asks for, and every
+	// pod fails with "can't get final child's PID from pipe: EOF".
+	RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj,omitempty" yaml:"restrictOOMScoreAdj"`
 }
 
 type SSH struct {

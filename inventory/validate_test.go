@@ -226,6 +226,11 @@ func TestBadInventories(t *testing.T) {
 		{name: "extra SAN bad IP", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"10.0.0.999"} }, want: []string{"cluster.extraSANs[0]"}},
 		{name: "extra SAN bad name", mutate: func(m map[string]any) { at(m, "cluster")["extraSANs"] = []any{"k8s.home", "not a name"} }, want: []string{"cluster.extraSANs[1]"}},
 		{name: "cri socket", mutate: func(m map[string]any) { at(m, "cluster")["criSocket"] = "tcp://10.0.0.1:1234" }, want: []string{"cluster.criSocket"}},
+		{name: "managed runtime on another socket", mutate: func(m map[string]any) {
+			at(m, "cluster")["criSocket"] = "/var/run/crio/crio.sock"
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true}
+		}, want: []string{"cluster.criSocket"}},
+		{name: "runtime manage not a bool", mutate: func(m map[string]any) { at(m, "cluster")["containerRuntime"] = map[string]any{"manage": "yes please"} }, want: []string{"cluster.containerRuntime.manage"}},
 		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},
 		{name: "label value", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"tier": "a b"} }, want: []string{`nodes[3].labels["tier"]`}},
 		{name: "taint", mutate: func(m map[string]any) { at(m, "nodes.3")["taints"] = []any{"dedicated=gpu"} }, want: []string{"nodes[3].taints[0]"}},
