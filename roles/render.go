@@ -14,6 +14,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/base"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
@@ -176,7 +177,13 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 				file.File{Path: keepalived.DropInPath, Mode: 0o644, Content: dropIn, OnChange: "daemon-reload"})
 		}
 	}
-	if dropIn, ok := gpu.ContainerdDropIn(n); ok {
+	if inv.Cluster.ContainerRuntime.Manage {
+		conf, err := runtimeConfig(inv, n)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file.File{Path: containerd.ConfigPath, Mode: 0o644, Content: conf, Restarts: containerd.Unit})
+	} else if dropIn, ok := gpu.ContainerdDropIn(n); ok {
 		// containerd reads its drop-ins only when it starts.
 		files = append(files, file.File{Path: gpu.ContainerdDropInPath, Mode: 0o644, Content: dropIn, Restarts: gpu.ContainerdUnit})
 	}
@@ -190,7 +197,7 @@ func clusterFiles(inv *inventory.Inventory, values []byte) ([]file.File, error) 
 		out = append(out, file.File{Path: cilium.ValuesPath, Mode: 0o644, Content: values})
 	}
 	for _, n := range inv.Nodes {
-		if _, ok := gpu.ContainerdDropIn(n); ok {
+		if gpu.IsNvidia(n) {
 			rc, err := gpu.RuntimeClass(kubeadm.GPUPresentLabel, kubeadm.GPUTaintKey)
 			if err != nil {
 				return nil, err
@@ -207,6 +214,24 @@ func clusterFiles(inv *inventory.Inventory, values []byte) ([]file.File, error) 
 	return out, nil
 }
 
+// runtimeConfig is n's containerd configuration when up manages it: the
+// kubelet's cgroup driver and kubeadm's pause image, and on an NVIDIA
+// node the NVIDIA runtime in the same file (containerd 1.x would let a
+// drop-in's CRI section replace this one's). It is containerd 1.x's, the
+// distributions' containerd: Host refuses a node running another major.
+func runtimeConfig(inv *inventory.Inventory, n inventory.Node) ([]byte, error) {
+	c := containerd.Config{
+		Major:               1,
+		SandboxImage:        kubeadm.PauseImage(inv.Cluster.KubernetesVersion),
+		SystemdCgroup:       kubeadm.CgroupDriver == "systemd",
+		RestrictOOMScoreAdj: inv.Cluster.ContainerRuntime.RestrictOOMScoreAdj,
+	}
+	if gpu.IsNvidia(n) {
+		c.Runtimes = map[string]string{gpu.RuntimeClassName: gpu.RuntimeBinary}
+	}
+	return containerd.Render(c)
+}
+
 // devicePlugin renders NVIDIA's device plugin when the inventory enables it
 // and some node has an NVIDIA GPU: scheduled by the GPU label, tolerating
 // every taint the GPU nodes carry.
@@ -217,7 +242,7 @@ func devicePlugin(inv *inventory.Inventory) ([]byte, bool, error) {
 	var taints []inventory.Taint
 	found := false
 	for _, n := range inv.Nodes {
-		if _, ok := gpu.ContainerdDropIn(n); !ok {
+		if !gpu.IsNvidia(n) {
 			continue
 		}
 		found = true

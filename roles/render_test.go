@@ -166,7 +166,8 @@ func TestRenderIsDeterministic(t *testing.T) {
 func TestRoleFiles(t *testing.T) {
 	b := testBundle(t)
 	for _, layout := range layouts {
-		r, err := Render(layoutInventory(t, layout), b)
+		inv := layoutInventory(t, layout)
+		r, err := Render(inv, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +204,10 @@ func TestRoleFiles(t *testing.T) {
 				"/etc/kubernetes/pki/sa.key":             cp,
 				"/etc/kubernetes/encryption/config.yaml": cp,
 				"/etc/keepalived/keepalived.conf":        cp && layout == inventory.LayoutVIP,
-				"/etc/containerd/conf.d/99-nvidia.toml":  nf.Node.HasGPUs(),
+				// A managed runtime (the shipped inventory's) holds the
+				// NVIDIA runtime in config.toml (TestManagedRuntime).
+				"/etc/containerd/config.toml":            inv.Cluster.ContainerRuntime.Manage,
+				"/etc/containerd/conf.d/99-nvidia.toml":  nf.Node.HasGPUs() && !inv.Cluster.ContainerRuntime.Manage,
 				"/etc/netplan/60-homelab.yaml":           true,
 			}
 			for p, want := range expect {

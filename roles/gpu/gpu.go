@@ -22,6 +22,10 @@ const RuntimeClassPath = "runtimeclass-nvidia.yaml"
 // RuntimeClassName is what GPU pods set in runtimeClassName.
 const RuntimeClassName = "nvidia"
 
+// RuntimeBinary is the NVIDIA runtime GPU pods run with, from the
+// nvidia-container-toolkit package.
+const RuntimeBinary = "/usr/bin/nvidia-container-runtime"
+
 const containerdDropIn = `# Rendered by homelab: the NVIDIA container runtime for GPU pods
 # (runtimeClassName: nvidia). Needs the nvidia-container-toolkit package.
 version = 3
@@ -36,10 +40,16 @@ version = 3
 
 // ContainerdDropIn returns the drop-in for an NVIDIA GPU node.
 func ContainerdDropIn(node inventory.Node) ([]byte, bool) {
-	if !node.HasGPUs() || node.GPUs.Vendor != "nvidia" {
+	if !IsNvidia(node) {
 		return nil, false
 	}
 	return []byte(containerdDropIn), true
+}
+
+// IsNvidia says node declares NVIDIA GPUs: it runs GPU pods with
+// RuntimeBinary, under the runtime handler RuntimeClassName.
+func IsNvidia(node inventory.Node) bool {
+	return node.HasGPUs() && node.GPUs.Vendor == "nvidia"
 }
 
 type runtimeClass struct {

@@ -48,7 +48,7 @@ type Toolkit struct {
 // ToolkitFor returns the toolkit install for a node, and false for a node
 // that gets none (no NVIDIA GPU declared).
 func ToolkitFor(inv *inventory.Inventory, node inventory.Node) (Toolkit, bool) {
-	if _, ok := ContainerdDropIn(node); !ok {
+	if !IsNvidia(node) {
 		return Toolkit{}, false
 	}
 	return Toolkit{
