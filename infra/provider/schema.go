@@ -74,6 +74,7 @@ func (s *ServiceArgs) Annotate(a infer.Annotator) {
 	a.Describe(&s.Connection, "How the node is reached.")
 	a.Describe(&s.Name, "The systemd unit, e.g. keepalived.")
 	a.Describe(&s.Trigger, "A checksum of the files the unit reads: when it changes, the unit is restarted.")
+	a.Describe(&s.KeepRunning, "Leave the unit enabled and running when this resource is deleted (the container runtime handed back to the user).")
 }
 
 func (s *ServiceState) Annotate(a infer.Annotator) {

@@ -12,6 +12,10 @@ func TestSystemdScriptsGolden(t *testing.T) {
 	}
 }
 
+func TestContainerdReadyGolden(t *testing.T) {
+	scriptstest.Golden(t, runtimeReady(), "")
+}
+
 func TestKubeletScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, linkClientPair("/var/lib/kubelet/pki/kubelet-client-2026-12-04-23-55-00.pem"), "")
 }

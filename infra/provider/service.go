@@ -8,6 +8,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/keepalived"
 )
 
@@ -20,6 +21,10 @@ type ServiceArgs struct {
 	Connection Connection `pulumi:"connection"`
 	Name       string     `pulumi:"name"`
 	Trigger    string     `pulumi:"trigger,optional"`
+	// KeepRunning leaves the unit enabled and running when the resource
+	// goes: the container runtime, whose configuration the user takes
+	// back (cluster.containerRuntime.manage: false), still runs every pod.
+	KeepRunning bool `pulumi:"keepRunning,optional"`
 }
 
 type ServiceState struct {
@@ -59,10 +64,29 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	if restart {
 		verb = "restart"
 	}
-	return movingEndpoint(ctx, in.Name, func() error {
-		_, err := must(ctx, c, node, verb+"ing "+in.Name, unitScript(verb, in.Name))
+	return startUnit(ctx, c, node, in.Name, verb)
+}
+
+// startUnit starts or restarts unit on node (verb), holding the endpoint
+// lock for keepalived, and waits for containerd to serve again: the
+// kubeadm step after it talks to the runtime at once.
+func startUnit(ctx context.Context, c ssh.Executor, node, unit, verb string) error {
+	err := movingEndpoint(ctx, unit, func() error {
+		_, err := must(ctx, c, node, verb+"ing "+unit, unitScript(verb, unit))
 		return err
 	})
+	if err != nil || unit != containerd.Unit {
+		return err
+	}
+	_, err = must(ctx, c, node, "waiting for containerd", runtimeReady())
+	return err
+}
+
+type runtimeReadyArgs struct{ Socket string }
+
+// runtimeReady waits for a (re)started containerd to serve.
+func runtimeReady() scripts.Script {
+	return scripts.Render("containerd/ready", runtimeReadyArgs{Socket: strings.TrimPrefix(containerd.Socket, "unix://")})
 }
 
 type unitArgs struct{ Unit string }
@@ -149,6 +173,9 @@ func (Service) Update(ctx context.Context, req infer.UpdateRequest[ServiceArgs, 
 }
 
 func (Service) Delete(ctx context.Context, req infer.DeleteRequest[ServiceState]) (infer.DeleteResponse, error) {
+	if req.State.KeepRunning {
+		return infer.DeleteResponse{}, nil
+	}
 	node := req.State.Connection.Node
 	c, err := dial(ctx, req.State.Connection)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
 // fakeUnit emulates systemctl for one unit on a node: enable, start,
@@ -17,6 +18,8 @@ import (
 type fakeUnit struct {
 	enabled, active bool
 	restarts        int
+	// loadFails is containerd failing on its configuration.
+	loadFails bool
 }
 
 func serveUnit(n *fakeNode, name string) *fakeUnit {
@@ -49,6 +52,15 @@ func serveUnit(n *fakeNode, name string) *fakeUnit {
 	serve("systemd/start", func() { u.active = true })
 	serve("systemd/restart", func() { u.active = true; u.restarts++ })
 	serve("systemd/disable", func() { u.enabled, u.active = false, false })
+	if name == containerd.Unit {
+		n.onScriptFunc("containerd/ready", func(string) (ssh.Result, error) {
+			if !u.active || u.loadFails {
+				return ssh.Result{Stderr: []byte("containerd does not serve on /run/containerd/containerd.sock after its restart:\n" +
+					"containerd: failed to load TOML from /etc/containerd/config.toml\n"), ExitCode: 1}, nil
+			}
+			return ssh.Result{}, nil
+		})
+	}
 	return u
 }
 
@@ -85,7 +97,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/restart: systemctl restart 'containerd'"}; !slices.Equal(scriptSteps(n), want) {
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/restart: systemctl restart 'containerd'", "containerd/ready: exit 1"}; !slices.Equal(scriptSteps(n), want) {
 		t.Errorf("create did %v", scriptSteps(n))
 	}
 	st := refresh(t, ctx, Service{}, in, created.Output)
@@ -106,7 +118,7 @@ func TestServiceLifecycle(t *testing.T) {
 	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: in, State: st}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/start: systemctl start 'containerd'"}; !slices.Equal(scriptSteps(n), want) || !unit.active {
+	if want := []string{"systemd/enable: systemctl enable 'containerd'", "systemd/start: systemctl start 'containerd'", "containerd/ready: exit 1"}; !slices.Equal(scriptSteps(n), want) || !unit.active {
 		t.Errorf("repair did %v", scriptSteps(n))
 	}
 
@@ -136,6 +148,34 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 	if unit.enabled || unit.active {
 		t.Errorf("delete left the unit enabled %v active %v", unit.enabled, unit.active)
+	}
+}
+
+// The container runtime: a restart waits until containerd serves again, a
+// configuration it cannot load fails the step with containerd's words,
+// and the resource's deletion (the runtime handed back to the user)
+// leaves it running.
+func TestRuntimeService(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	n := lab.node("gpu-1")
+	unit := serveUnit(n, containerd.Unit)
+	in := ServiceArgs{Connection: lab.conn("gpu-1"), Name: containerd.Unit, Trigger: "t1", KeepRunning: true}
+	unit.loadFails = true
+	if _, err := (Service{}).Create(ctx, infer.CreateRequest[ServiceArgs]{Inputs: in}); err == nil || !strings.Contains(err.Error(), "failed to load TOML") {
+		t.Errorf("a config containerd cannot load: %v", err)
+	}
+	unit.loadFails = false
+	created, err := (Service{}).Create(ctx, infer.CreateRequest[ServiceArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.reset()
+	if _, err := (Service{}).Delete(ctx, infer.DeleteRequest[ServiceState]{ID: "id", State: created.Output}); err != nil {
+		t.Fatal(err)
+	}
+	if !unit.enabled || !unit.active || len(n.mutations()) > 0 {
+		t.Errorf("deleting a kept runtime: enabled %v active %v, did %v", unit.enabled, unit.active, n.mutations())
 	}
 }
 
