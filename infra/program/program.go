@@ -109,6 +109,9 @@ func declareFiles(ctx *pulumi.Context, parent pulumi.Resource, conn pulumi.Map, 
 		if f.OnChange != "" {
 			args["onChange"] = pulumi.String(f.OnChange)
 		}
+		if f.Restarts != "" {
+			args["restarts"] = pulumi.String(f.Restarts)
+		}
 		res, err := register(ctx, "File", node+":"+f.Path, args, &FileHandle{}, pulumi.Parent(parent), pulumi.DependsOn(after))
 		if err != nil {
 			return nil, err

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/pulumi/pulumi-go-provider/infer"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
@@ -31,6 +33,11 @@ type FileArgs struct {
 	// file is written, given its path: `sysctl`, `daemon-reload`. It must
 	// be idempotent; it never runs when nothing changed.
 	OnChange string `pulumi:"onChange,optional"`
+	// Restarts is the unit that reads the file only when it starts. A
+	// change of the declared content restarts it through its Service's
+	// trigger; an edit on the node put back restarts it here, or the unit
+	// would go on running on the edit.
+	Restarts string `pulumi:"restarts,optional"`
 }
 
 type FileState struct {
@@ -150,12 +157,31 @@ func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileSt
 	if req.DryRun {
 		return infer.UpdateResponse[FileState]{Output: st}, nil
 	}
-	if fileChanges(req.Inputs, req.State).has("content", "mode") {
+	d := fileChanges(req.Inputs, req.State)
+	if d.has("content", "mode") {
 		if err := writeFile(ctx, req.Inputs); err != nil {
 			return infer.UpdateResponse[FileState]{}, err
 		}
 	}
+	if d.has("content") && req.Inputs.Restarts != "" && req.Inputs.Content == req.State.Content {
+		if err := restartAfterRepair(ctx, req.Inputs); err != nil {
+			return infer.UpdateResponse[FileState]{}, err
+		}
+	}
 	return infer.UpdateResponse[FileState]{Output: st}, nil
+}
+
+// restartAfterRepair restarts the unit of a file whose declared content
+// did not change but whose copy on the node did (drift put back): no
+// trigger changed, so no Service restarts it.
+func restartAfterRepair(ctx context.Context, a FileArgs) error {
+	c, err := dial(ctx, a.Connection)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	p.GetLogger(ctx).Infof("%s: %s was edited on the node and is put back: restarting %s, which reads it only when it starts", a.Connection.Node, a.Path, a.Restarts)
+	return startUnit(ctx, c, a.Connection.Node, a.Restarts, "restart")
 }
 
 // keyMaterial are files whose loss on a running control-plane node loses
@@ -173,6 +199,12 @@ func (File) Delete(ctx context.Context, req infer.DeleteRequest[FileState]) (inf
 	if path == netplan.Path {
 		// A Netplan owns it now (a File wrote it before), and takes no
 		// node's static address away either.
+		return infer.DeleteResponse{}, nil
+	}
+	if path == containerd.ConfigPath {
+		// The user takes the runtime back (containerRuntime.manage:
+		// false) with the configuration it runs on: without it, the
+		// next restart of containerd would fall back to cgroupfs.
 		return infer.DeleteResponse{}, nil
 	}
 	c, err := dial(ctx, req.State.Connection)

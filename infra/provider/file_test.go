@@ -17,6 +17,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/scriptstest"
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/netplan"
 )
 
@@ -367,5 +368,46 @@ func TestOnChangeScriptsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		scriptstest.Golden(t, s, "")
+	}
+}
+
+// A file its unit reads only when it starts: an edit on the node put back
+// restarts the unit (and waits for containerd to serve), or containerd
+// would go on running on the edit (measured in the lab: pods in cgroupfs
+// cgroups with the file repaired); a declared change leaves the restart
+// to the unit's Service, whose trigger changed.
+func TestFileRepairRestartsItsUnit(t *testing.T) {
+	lab := newFakeLab(t)
+	ctx := lab.ctx()
+	n := lab.node("gpu-1")
+	serveStat(n)
+	unit := serveUnit(n, containerd.Unit)
+	unit.enabled, unit.active = true, true
+	in := FileArgs{Connection: lab.conn("gpu-1"), Path: containerd.ConfigPath, Content: "SystemdCgroup = true\n", Mode: 0o644, Restarts: containerd.Unit}
+	created, err := (File{}).Create(ctx, infer.CreateRequest[FileArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unit.restarts != 0 {
+		t.Errorf("a created file restarted its unit (its Service does)")
+	}
+	n.put(containerd.ConfigPath, "SystemdCgroup = false\n", 0o644)
+	st := refresh(t, ctx, File{}, in, created.Output)
+	n.reset()
+	if _, err := (File{}).Update(ctx, infer.UpdateRequest[FileArgs, FileState]{Inputs: in, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if unit.restarts != 1 || n.ran("containerd/ready") != 1 {
+		t.Errorf("drift put back: %d restarts, then %v", unit.restarts, scriptSteps(n))
+	}
+
+	changed := in
+	changed.Content = "SystemdCgroup = true\nsandbox_image = \"registry.k8s.io/pause:3.10.1\"\n"
+	st = refresh(t, ctx, File{}, in, st)
+	if _, err := (File{}).Update(ctx, infer.UpdateRequest[FileArgs, FileState]{Inputs: changed, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	if unit.restarts != 1 {
+		t.Errorf("a declared change restarted the unit from the File: %d restarts", unit.restarts)
 	}
 }

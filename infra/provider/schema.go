@@ -47,6 +47,7 @@ func (f *FileArgs) Annotate(a infer.Annotator) {
 	a.Describe(&f.Content, "The file's content (secret for key material and tokens).")
 	a.Describe(&f.Mode, "The file's permission bits, e.g. 0600 as 384.")
 	a.Describe(&f.OnChange, "The script run after the file was written (never when nothing changed), given the file's path: `sysctl` (load a sysctl file) or `daemon-reload` (systemd reads its units again).")
+	a.Describe(&f.Restarts, "The systemd unit that reads the file only when it starts: restarted when an edit made on the node is put back (a declared change restarts it through its Service).")
 }
 
 func (f *FileState) Annotate(a infer.Annotator) {
