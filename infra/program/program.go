@@ -18,6 +18,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
 	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -205,13 +206,23 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	if err != nil {
 		return nil, err
 	}
-	return register(ctx, "Host", n.Name, pulumi.Map{
+	args := pulumi.Map{
 		"connection": conn,
 		"address":    pulumi.String(n.Address),
 		"mac":        pulumi.String(n.MAC),
 		"requires":   pulumi.ToStringArray(requires),
 		"clusterCA":  pulumi.String(pin),
-	}, &HostHandle{}, pulumi.Parent(parent))
+	}
+	// containerd is checked against the kubelet before kubeadm runs; a
+	// runtime on another socket (CRI-O) is the user's to check.
+	if c := cfg.Inventory.Cluster; c.CRISocket == inventory.DefaultCRISocket {
+		args["runtime"] = pulumi.Map{
+			"manage":       pulumi.Bool(c.ContainerRuntime.Manage),
+			"cgroupDriver": pulumi.String(kubeadm.CgroupDriver),
+			"sandboxImage": pulumi.String(kubeadm.PauseImage(c.KubernetesVersion)),
+		}
+	}
+	return register(ctx, "Host", n.Name, args, &HostHandle{}, pulumi.Parent(parent))
 }
 
 func declareNodeMeta(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, via pulumi.Map, nf roles.NodeFiles, after []pulumi.Resource) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -37,6 +38,19 @@ type HostArgs struct {
 	// bundle's Kubernetes CA: a node holding another CA runs another
 	// cluster.
 	ClusterCA string `pulumi:"clusterCA,optional"`
+	// Runtime is what the container runtime must agree with; nil: not
+	// checked.
+	Runtime *RuntimeExpect `pulumi:"runtime,optional"`
+}
+
+// RuntimeExpect is what the kubelet needs of containerd. A managed
+// runtime (up writes its configuration) must be a containerd whose
+// configuration format up writes; one the user configures must already
+// agree with the kubelet, or pods fail after kubeadm ran.
+type RuntimeExpect struct {
+	Manage       bool   `pulumi:"manage"`
+	CgroupDriver string `pulumi:"cgroupDriver"`
+	SandboxImage string `pulumi:"sandboxImage"`
 }
 
 type HostState struct {
@@ -61,6 +75,12 @@ type HostState struct {
 	// who the machine is to a cluster, whatever the inventory calls it.
 	CA       string `pulumi:"ca,optional"`
 	JoinedAs string `pulumi:"joinedAs,optional"`
+	// RuntimeCgroupDriver and RuntimeSandboxImage are what containerd
+	// runs with (its config dump), read when the user configures it;
+	// RuntimeError why the dump failed.
+	RuntimeCgroupDriver string `pulumi:"runtimeCgroupDriver,optional"`
+	RuntimeSandboxImage string `pulumi:"runtimeSandboxImage,optional"`
+	RuntimeError        string `pulumi:"runtimeError,optional"`
 }
 
 func (h *Host) Annotate(a infer.Annotator) {
@@ -73,6 +93,8 @@ type factsArgs struct {
 	CA, KubeletCert, KubeletConf string
 	Versions                     versionsArgs
 	Requires                     []string
+	// RuntimeDump asks for containerd's effective configuration.
+	RuntimeDump bool
 }
 
 // factsAt reads the CA, the kubelet's client certificate and kubelet.conf
@@ -128,6 +150,9 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 	if err != nil {
 		return infer.CreateResponse[HostState]{}, err
 	}
+	if w := st.runtimeWarning(); w != "" {
+		p.GetLogger(ctx).Warning(w)
+	}
 	if err := st.check(); err != nil {
 		return infer.CreateResponse[HostState]{}, err
 	}
@@ -152,11 +177,15 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (
 	st.HostKey = c.HostKey()
 	facts := nodeFacts
 	facts.Versions, facts.Requires = versionsAfter(prev), in.Requires
+	facts.RuntimeDump = in.Runtime != nil && !in.Runtime.Manage
 	out, _, err := query(ctx, c, facts.Script())
 	if err != nil {
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)
 	}
 	st.parseFacts(out)
+	if facts.RuntimeDump {
+		st.parseRuntime(out)
+	}
 	if ca := nodefacts.Lines(out, "ca"); ca != nil {
 		st.CA, _ = pki.CAPin(ca)
 	}
@@ -262,6 +291,7 @@ func (st HostState) check() error {
 	if st.MAC != "" && !st.hasMAC(st.MAC) {
 		problems = append(problems, fmt.Sprintf("has no NIC with the declared MAC %s (it has %v): a replaced NIC? update nodes[].mac in the inventory", st.MAC, st.MACs))
 	}
+	problems = append(problems, st.runtimeProblems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s %s", node, strings.Join(problems, "; "))
 	}
@@ -326,6 +356,9 @@ func hostChanges(in HostArgs, st HostState) (changeSet, error) {
 	if in.Connection != st.Connection {
 		d.update("connection")
 	}
+	if !reflect.DeepEqual(in.Runtime, st.Runtime) {
+		d.update("runtime")
+	}
 	if st.ConvergedHostKey != "" && st.HostKey != st.ConvergedHostKey {
 		d.update("hostKey")
 	}
@@ -362,5 +395,8 @@ func (Host) Update(ctx context.Context, req infer.UpdateRequest[HostArgs, HostSt
 		p.GetLogger(ctx).Warningf("%s is another machine now (host key %s, was %s): its cluster state is rebuilt", req.Inputs.Connection.Node, st.HostKey, old)
 	}
 	st.ConvergedHostKey = st.HostKey
+	if w := st.runtimeWarning(); w != "" {
+		p.GetLogger(ctx).Warning(w)
+	}
 	return infer.UpdateResponse[HostState]{Output: st}, st.check()
 }

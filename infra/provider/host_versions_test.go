@@ -108,4 +108,6 @@ func TestHostScripts(t *testing.T) {
 	facts := nodeFacts
 	facts.Versions, facts.Requires = versionsAfter(HostState{}), []string{"kubeadm", "keepalived"}
 	scriptstest.Golden(t, facts.Script(), "")
+	facts.RuntimeDump = true
+	scriptstest.Golden(t, facts.Script(), "runtime")
 }

@@ -23,6 +23,14 @@ func (h *HostArgs) Annotate(a infer.Annotator) {
 	a.Describe(&h.MAC, "The MAC address the inventory declares (empty: not checked).")
 	a.Describe(&h.Requires, "Commands the node must have before anything else runs there (kubeadm, kubelet, ...).")
 	a.Describe(&h.ClusterCA, "The pin of the secrets bundle's Kubernetes CA: a node holding another CA runs another cluster, and nothing is written to it.")
+	a.Describe(&h.Runtime, "What containerd must agree with (empty: not checked).")
+}
+
+func (r *RuntimeExpect) Annotate(a infer.Annotator) {
+	a.Describe(&r, "What the kubelet needs of containerd: a managed one must be 1.x (the configuration up writes); one the user configures must run on the kubelet's cgroup driver.")
+	a.Describe(&r.Manage, "Whether up writes containerd's configuration (cluster.containerRuntime.manage).")
+	a.Describe(&r.CgroupDriver, "The kubelet's cgroup driver, which containerd's runc must use.")
+	a.Describe(&r.SandboxImage, "kubeadm's pause image; another one is a warning.")
 }
 
 func (h *HostState) Annotate(a infer.Annotator) {
@@ -39,6 +47,9 @@ func (h *HostState) Annotate(a infer.Annotator) {
 	a.Describe(&h.ConvergedHostKey, "The fingerprint of the host key the last up saw; it differs from hostKey once a replaced machine's key was accepted.")
 	a.Describe(&h.CA, "The pin of the Kubernetes CA the node holds, read live (empty: none).")
 	a.Describe(&h.JoinedAs, "The node name the machine's kubelet holds a client certificate for, read live (empty: none): a machine joined under another name is refused.")
+	a.Describe(&h.RuntimeCgroupDriver, "The cgroup driver containerd's runc runs with, read live when the user configures containerd.")
+	a.Describe(&h.RuntimeSandboxImage, "The sandbox image containerd runs with, read live when the user configures containerd.")
+	a.Describe(&h.RuntimeError, "Why containerd's configuration could not be read, when it could not.")
 }
 
 func (f *FileArgs) Annotate(a infer.Annotator) {

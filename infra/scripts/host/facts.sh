@@ -7,7 +7,9 @@
 # The CA's certificate (.CA) and the kubelet client's (.KubeletCert,
 # without its key) come back as nodefacts/lines' lines; "kubeletconf=yes"
 # when .KubeletConf is there. Then host/versions (.Versions), and
-# "missing=NAME" for each of .Requires not in PATH.
+# "missing=NAME" for each of .Requires not in PATH. With .RuntimeDump,
+# containerd's effective configuration, base64 ("runtime.dump="), or why
+# it cannot be read ("runtime.error=").
 read -r h </proc/sys/kernel/hostname
 echo "hostname=$h"
 read -r k </proc/sys/kernel/osrelease
@@ -39,4 +41,11 @@ if [ -f {{q .KubeletConf}} ]; then echo kubeletconf=yes; fi
 {{template "host/versions" .Versions}}
 {{- range .Requires}}
 command -v {{q .}} >/dev/null || echo missing={{q .}}
+{{- end}}
+{{- if .RuntimeDump}}
+if dump=$(containerd config dump 2>&1); then
+	echo "runtime.dump=$(printf '%s' "$dump" | base64 -w 0)"
+else
+	echo "runtime.error=$(printf '%s' "$dump" | tail -n 1)"
+fi
 {{- end}}

@@ -11,7 +11,9 @@ set -eu
 # The CA's certificate (.CA) and the kubelet client's (.KubeletCert,
 # without its key) come back as nodefacts/lines' lines; "kubeletconf=yes"
 # when .KubeletConf is there. Then host/versions (.Versions), and
-# "missing=NAME" for each of .Requires not in PATH.
+# "missing=NAME" for each of .Requires not in PATH. With .RuntimeDump,
+# containerd's effective configuration, base64 ("runtime.dump="), or why
+# it cannot be read ("runtime.error=").
 read -r h </proc/sys/kernel/hostname
 echo "hostname=$h"
 read -r k </proc/sys/kernel/osrelease

@@ -1,0 +1,63 @@
+package provider
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/homelab-dev/homelab/roles/containerd"
+)
+
+// Host's runtime check, from the facts line to the refusal: a managed
+// containerd must be 1.x; one the user configures must run runc on the
+// kubelet's driver and load its configuration. Each refusal names the
+// file or the field that fixes it.
+func TestHostRuntimeProblems(t *testing.T) {
+	dump := func(systemd bool) string {
+		conf, err := containerd.Render(containerd.Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", SystemdCgroup: systemd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "runtime.dump=" + base64.StdEncoding.EncodeToString(conf) + "\n"
+	}
+	user := &RuntimeExpect{CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1"}
+	managed := &RuntimeExpect{Manage: true, CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1"}
+	for _, tc := range []struct {
+		name    string
+		want    *RuntimeExpect
+		version string
+		facts   string
+		refused []string // words the refusal holds; nil: none
+	}{
+		{name: "managed 1.6", want: managed, version: "1.6.20~ds1"},
+		{name: "managed 1.7", want: managed, version: "1.7.28"},
+		{name: "managed 2.x", want: managed, version: "v2.1.4", refused: []string{"2.1.4", "1.x", "cluster.containerRuntime.manage: false"}},
+		{name: "user's on systemd", want: user, version: "1.7.28", facts: dump(true)},
+		{name: "user's on cgroupfs", want: user, version: "1.7.28", facts: dump(false), refused: []string{"cgroupfs", "SystemdCgroup = true", containerd.ConfigPath, "manage: true"}},
+		{name: "user's unloadable", want: user, version: "1.7.28", facts: "runtime.error=containerd: failed to load TOML: near line 3\n", refused: []string{"failed to load TOML", "config dump"}},
+		{name: "not checked", version: "1.7.28", facts: dump(false)},
+	} {
+		st := HostState{HostArgs: HostArgs{Runtime: tc.want}, Versions: map[string]string{"containerd": tc.version}}
+		st.parseRuntime(tc.facts)
+		got := strings.Join(st.runtimeProblems(), "; ")
+		if (got != "") != (tc.refused != nil) {
+			t.Errorf("%s: refusal %q", tc.name, got)
+		}
+		for _, w := range tc.refused {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: refusal %q does not say %q", tc.name, got, w)
+			}
+		}
+	}
+	// Another sandbox image works (kubeadm only warns), so it is a
+	// warning here too.
+	st := HostState{HostArgs: HostArgs{Connection: Connection{Node: "w1"}, Runtime: user}}
+	st.parseRuntime(dump(true))
+	if w := st.runtimeWarning(); w != "" {
+		t.Errorf("kubeadm's own sandbox image warned: %s", w)
+	}
+	st.RuntimeSandboxImage = "registry.k8s.io/pause:3.6"
+	if w := st.runtimeWarning(); !strings.Contains(w, "pause:3.6") || !strings.Contains(w, "pause:3.10.1") {
+		t.Errorf("another sandbox image: %q", w)
+	}
+}
