@@ -35,14 +35,18 @@ type ControlPlane struct {
 	Host       *HostHandle
 	Keepalived *ServiceHandle
 	Join       *KubeadmJoinHandle
-	files      *nodeFiles
+	// Runtime is containerd restarted on its managed configuration (nil
+	// when the user configures it).
+	Runtime pulumi.Resource
+	files   *nodeFiles
 }
 
 // Worker is one worker node: host, files, join, labels and taints.
 type Worker struct {
 	pulumi.ResourceState
-	Host *HostHandle
-	Join *KubeadmJoinHandle
+	Host    *HostHandle
+	Join    *KubeadmJoinHandle
+	Runtime pulumi.Resource
 }
 
 // NewCluster declares the homelab's resources in the HA bootstrap order,
@@ -112,6 +116,7 @@ type build struct {
 	upgraded    *KubernetesUpgradeHandle
 	fileDeps    map[string][]pulumi.Resource
 	keepaliveds []pulumi.Resource
+	runtime     pulumi.Resource // the last node's managed containerd, which the next one's restart waits for
 	revived     *ControlPlaneRevivalHandle
 	init        *KubeadmInitHandle
 	cpJoins     []pulumi.Resource // every control-plane join, in order
@@ -199,6 +204,13 @@ func (b *build) controlPlanes() error {
 			return err
 		}
 		b.planes[n.Name], b.fileDeps[n.Name] = cp, deps
+		if cp.Runtime, err = declareRuntime(b.ctx, cp, b.cfg, n, connection(b.cfg, n), filesOf(b.r, n.Name), cp.files, b.runtime); err != nil {
+			return err
+		}
+		if cp.Runtime != nil {
+			b.runtime = cp.Runtime
+			b.fileDeps[n.Name] = append(b.fileDeps[n.Name], cp.Runtime)
+		}
 		if cp.Keepalived != nil {
 			b.keepaliveds = append(b.keepaliveds, cp.Keepalived)
 		}
@@ -221,6 +233,9 @@ func (b *build) images() error {
 	var first pulumi.Resource
 	for _, n := range order {
 		deps := b.planes[n.Name].files.get(kubeadm.InitConfigPath)
+		if rt := b.planes[n.Name].Runtime; rt != nil {
+			deps = append(deps, rt) // pulls go through the restarted containerd
+		}
 		if first != nil {
 			deps = append(deps, first)
 		}
@@ -334,9 +349,12 @@ func (b *build) controlPlaneJoins() error {
 func (b *build) workers() error {
 	b.joins = slices.Clone(b.cpJoins)
 	for _, n := range b.inv.Workers() {
-		w, err := newWorker(b.ctx, b.workerOf[n.Name], b.cfg, b.r, n, b.upgraded, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join)
+		w, err := newWorker(b.ctx, b.workerOf[n.Name], b.cfg, b.r, n, b.upgraded, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join, b.runtime)
 		if err != nil {
 			return err
+		}
+		if w.Runtime != nil {
+			b.runtime = w.Runtime
 		}
 		b.joins = append(b.joins, w.Join)
 	}
@@ -544,7 +562,7 @@ func peersOf(cfg Config, cps []inventory.Node, except string) pulumi.Array {
 	return out
 }
 
-func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, via pulumi.Map, peers pulumi.Array, after pulumi.Resource) (*Worker, error) {
+func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, via pulumi.Map, peers pulumi.Array, after, prevRuntime pulumi.Resource) (*Worker, error) {
 	conn := connection(cfg, n)
 	host := w.Host
 	ready, err := declareKubernetesPackages(ctx, w, cfg, n, conn, host, upgraded)
@@ -558,7 +576,14 @@ func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n 
 	if err := declareNetplan(ctx, w, cfg, filesOf(r, n.Name), n, conn, host); err != nil {
 		return nil, err
 	}
-	j, err := declareJoin(ctx, w, cfg, r, n, via, peers, append([]pulumi.Resource{after}, nf.all...))
+	if w.Runtime, err = declareRuntime(ctx, w, cfg, n, conn, filesOf(r, n.Name), nf, prevRuntime); err != nil {
+		return nil, err
+	}
+	deps := append([]pulumi.Resource{after}, nf.all...)
+	if w.Runtime != nil {
+		deps = append(deps, w.Runtime)
+	}
+	j, err := declareJoin(ctx, w, cfg, r, n, via, peers, deps)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/gpu"
 )
 
@@ -17,40 +18,54 @@ const (
 )
 
 func TestGPUWorkersGetTheToolkit(t *testing.T) {
-	m := runMockedWith(t, func(inv *inventory.Inventory) {
-		for i := range inv.Nodes {
-			if inv.Nodes[i].Name == "gpu-4" {
-				inv.Nodes[i].GPUs = nil // a plain worker
+	for _, manage := range []bool{false, true} {
+		m := runMockedWith(t, func(inv *inventory.Inventory) {
+			inv.Cluster.ContainerRuntime.Manage = manage
+			for i := range inv.Nodes {
+				if inv.Nodes[i].Name == "gpu-4" {
+					inv.Nodes[i].GPUs = nil // a plain worker
+				}
+			}
+		})
+		for _, w := range []string{"gpu-1", "gpu-2", "gpu-3"} {
+			r := m.get(t, pkgToken, w+":nvidia-container-toolkit")
+			if !strings.HasSuffix(r.parent, "homelab:cluster:Worker::"+w) {
+				t.Errorf("%s's toolkit is not a child of its Worker: %s", w, r.parent)
+			}
+			// Unmanaged, the NVIDIA runtime is a drop-in containerd reads
+			// when it restarts; managed, it is in config.toml, whose
+			// containerd Service restarts it.
+			conf := gpu.ContainerdDropInPath
+			if manage {
+				conf = containerd.ConfigPath
+			}
+			if !dependsOn(r, "homelab:index:Host", w) || !dependsOn(r, "homelab:index:File", w+":"+conf) {
+				t.Errorf("manage %v: %s's toolkit does not wait for its Host and %s: %v", manage, w, conf, r.deps)
+			}
+			in := r.inputs
+			if in["pinnedVersion"].StringValue() != inventory.DefaultToolkitVersion || len(in["names"].ArrayValue()) != len(gpu.ToolkitPackages) {
+				t.Errorf("%s: pinned %v %v", w, in["names"], in["pinnedVersion"])
+			}
+			if !in["requireNvidiaGPU"].BoolValue() || in["declaredGPUs"].NumberValue() != 1 {
+				t.Errorf("%s: GPU requirement missing: %v", w, in)
+			}
+			restarts := in["restart"].IsString() && in["restart"].StringValue() == "containerd" && in["trigger"].IsString() && in["trigger"].StringValue() != ""
+			if restarts == manage {
+				t.Errorf("manage %v: %s's toolkit restarts containerd: %v", manage, w, restarts)
+			}
+			repo := in["repository"].ObjectValue()
+			if repo["keyring"].StringValue() != gpu.ToolkitKeyring || !strings.Contains(repo["sources"].StringValue(), "signed-by="+gpu.ToolkitKeyring) {
+				t.Errorf("%s: repository %v", w, repo)
 			}
 		}
-	})
-	for _, w := range []string{"gpu-1", "gpu-2", "gpu-3"} {
-		r := m.get(t, pkgToken, w+":nvidia-container-toolkit")
-		if !strings.HasSuffix(r.parent, "homelab:cluster:Worker::"+w) {
-			t.Errorf("%s's toolkit is not a child of its Worker: %s", w, r.parent)
+		for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-4"} {
+			if _, ok := m.all[pkgToken+"/"+n+":nvidia-container-toolkit"]; ok {
+				t.Errorf("%s has no NVIDIA GPU but gets the toolkit", n)
+			}
 		}
-		if !dependsOn(r, "homelab:index:Host", w) || !dependsOn(r, "homelab:index:File", w+":"+gpu.ContainerdDropInPath) {
-			t.Errorf("%s's toolkit does not wait for its Host and drop-in: %v", w, r.deps)
+		if _, ok := m.all[manifestToken+"/nvidia-device-plugin"]; ok {
+			t.Error("the device plugin is declared while the inventory leaves it off")
 		}
-		in := r.inputs
-		if in["pinnedVersion"].StringValue() != inventory.DefaultToolkitVersion || len(in["names"].ArrayValue()) != len(gpu.ToolkitPackages) {
-			t.Errorf("%s: pinned %v %v", w, in["names"], in["pinnedVersion"])
-		}
-		if !in["requireNvidiaGPU"].BoolValue() || in["declaredGPUs"].NumberValue() != 1 || in["restart"].StringValue() != "containerd" || in["trigger"].StringValue() == "" {
-			t.Errorf("%s: GPU requirement, restart or trigger missing: %v", w, in)
-		}
-		repo := in["repository"].ObjectValue()
-		if repo["keyring"].StringValue() != gpu.ToolkitKeyring || !strings.Contains(repo["sources"].StringValue(), "signed-by="+gpu.ToolkitKeyring) {
-			t.Errorf("%s: repository %v", w, repo)
-		}
-	}
-	for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-4"} {
-		if _, ok := m.all[pkgToken+"/"+n+":nvidia-container-toolkit"]; ok {
-			t.Errorf("%s has no NVIDIA GPU but gets the toolkit", n)
-		}
-	}
-	if _, ok := m.all[manifestToken+"/nvidia-device-plugin"]; ok {
-		t.Error("the device plugin is declared while the inventory leaves it off")
 	}
 }
 
