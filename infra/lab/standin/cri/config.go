@@ -24,6 +24,9 @@ type Runtime struct {
 	// BinaryName is the OCI runtime runc-type shims execute; empty means
 	// runc from PATH.
 	BinaryName string `json:"binaryName,omitempty"`
+	// SystemdCgroup is runc's cgroup driver, as the file says: false
+	// (cgroupfs) is containerd's default, and the packages'.
+	SystemdCgroup bool `json:"systemdCgroup"`
 }
 
 // RuntimeConfig is what the stand-in takes from containerd's configuration:
@@ -120,6 +123,9 @@ func (rc *RuntimeConfig) apply(top map[string]any) {
 			}
 			if s, ok := table(r["options"])["BinaryName"].(string); ok {
 				rt.BinaryName = s
+			}
+			if b, ok := table(r["options"])["SystemdCgroup"].(bool); ok {
+				rt.SystemdCgroup = b
 			}
 			rc.Runtimes[handler] = rt
 		}

@@ -25,10 +25,10 @@ func subcommand(args []string) []string {
 }
 
 // runSubcommand answers `containerd config dump` as containerd 2 does
-// (config version 3, its defaults and imports merged), with what the
-// stand-in runs: it tells the kubelet it runs pods on systemd cgroups
-// whatever the file says (it starts no container), so its runc is
-// SystemdCgroup = true. Every other subcommand is refused.
+// (config version 3, its defaults and imports merged). The cgroup driver
+// is the file's, cgroupfs by default, though the stand-in starts no
+// container: a node left at containerd's defaults then fails doctor's
+// runtime row as a real one does. Every other subcommand is refused.
 func runSubcommand(sub, args []string) int {
 	if len(sub) < 2 || sub[0] != "config" || sub[1] != "dump" {
 		fmt.Fprintf(os.Stderr, "containerd: %s: the CRI stand-in answers config dump only\n", strings.Join(sub, " "))
@@ -51,7 +51,7 @@ func runSubcommand(sub, args []string) int {
 	}
 	runtimes := map[string]any{}
 	for name, r := range rc.Runtimes {
-		opts := map[string]any{"SystemdCgroup": true}
+		opts := map[string]any{"SystemdCgroup": r.SystemdCgroup}
 		if r.BinaryName != "" {
 			opts["BinaryName"] = r.BinaryName
 		}

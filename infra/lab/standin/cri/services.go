@@ -101,8 +101,15 @@ func verboseInfo(rc RuntimeConfig, loadErr error) map[string]string {
 	return map[string]string{"config": string(cfg), "lastCNILoadStatus": string(last)}
 }
 
+// RuntimeConfig answers, as containerd 2 does, the default runtime's
+// cgroup driver from the configuration.
 func (r *runtimeService) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
-	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_SYSTEMD}}, nil
+	rc := r.s.runtimeConfig()
+	driver := runtimeapi.CgroupDriver_CGROUPFS
+	if rc.Runtimes[rc.DefaultRuntime].SystemdCgroup {
+		driver = runtimeapi.CgroupDriver_SYSTEMD
+	}
+	return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: driver}}, nil
 }
 
 // UpdateRuntimeConfig takes the node's pod CIDR, which the kubelet passes
