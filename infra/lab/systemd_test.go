@@ -5,6 +5,8 @@ import (
 	"context"
 	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
+	"github.com/homelab-dev/homelab/roles/containerd"
+	"github.com/homelab-dev/homelab/roles/kubeadm"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +97,16 @@ func TestRealNodeInTheLab(t *testing.T) {
 			t.Fatalf("writing %s: %v: %s", path, err, out)
 		}
 	}
+	// containerd as homelab up configures it (the node boots with
+	// Debian's packaged file, on which the sandbox's pull would look for
+	// registry.k8s.io, and runc would run on cgroupfs).
+	conf, err := containerd.Render(containerd.Config{Major: 1, SandboxImage: kubeadm.PauseImage(tools.KubernetesVersion),
+		SystemdCgroup: kubeadm.CgroupDriver == "systemd", RestrictOOMScoreAdj: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(containerd.ConfigPath, conf)
+	run("systemctl restart containerd")
 	for src, dst := range map[string]string{
 		"kubelet-config.yaml": "/var/lib/kubelet/config.yaml",
 		"probe.yaml":          "/etc/kubernetes/manifests/probe.yaml",

@@ -59,7 +59,9 @@ var layout = []struct {
 	// Real nodes keep Debian's: keepalived logs to journald and its pid
 	// files go to the node's own /run.
 	{"keepalived.default", "/etc/default/keepalived", standIn, 0o644},
-	{"containerd-config.toml", "/etc/containerd/config.toml", real, 0o644},
+	// Real nodes keep Debian's containerd config.toml too (runc on
+	// cgroupfs, no sandbox image, no mirrors), as a user's fresh machine
+	// has it: homelab up writes the one the kubelet needs.
 }
 
 // Files returns a stand-in node's files in a fixed order.
