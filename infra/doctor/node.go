@@ -119,7 +119,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			}
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
-		case k == "containerd.version" || k == "containerd.dump" || k == "kubelet.cgroupDriver":
+		case k == "containerd.version" || k == "containerd.dump" || k == "containerd.stale" || k == "kubelet.cgroupDriver":
 			f.runtime.read(k, v)
 		}
 	}

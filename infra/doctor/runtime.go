@@ -3,6 +3,7 @@ package doctor
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
@@ -15,6 +16,8 @@ type runtimeFacts struct {
 	eff           containerd.Effective
 	err           error // containerd's version or configuration unreadable
 	kubeletDriver string
+	// stale are configuration files changed after containerd started.
+	stale []string
 }
 
 func (r *runtimeFacts) read(key, value string) {
@@ -38,6 +41,8 @@ func (r *runtimeFacts) read(key, value string) {
 		}
 	case "kubelet.cgroupDriver":
 		r.kubeletDriver = value
+	case "containerd.stale":
+		r.stale = append(r.stale, value)
 	}
 }
 
@@ -62,6 +67,11 @@ func (d *doctor) checkRuntime(n inventory.Node, f *nodeFacts) {
 		d.r.add("runtime", n.Name, Fail, "containerd %s runs %s on %s cgroups, the kubelet on %s", r.eff.Version, r.eff.Runtime, r.eff.CgroupDriver(), want)
 		d.r.cause("%s: containerd runs pods on the %s cgroup driver and the kubelet on %s, so runc puts pods' containers in cgroups outside the kubelet's (its limits and evictions no longer hold them) or fails to start them: set SystemdCgroup = %v in the %s runtime's options in %s and run `systemctl restart containerd` on the node",
 			n.Name, r.eff.CgroupDriver(), want, want == "systemd", r.eff.Runtime, containerd.ConfigPath)
+	case len(r.stale) > 0:
+		// What the files say is right, but containerd has not read them:
+		// it may run on anything the file said before.
+		d.r.add("runtime", n.Name, Warn, "containerd %s started before %s changed: it runs on the configuration before", r.eff.Version, strings.Join(r.stale, ", "))
+		d.r.cause("%s: containerd reads %s only when it starts, and it changed since: run `systemctl restart containerd` on the node (homelab up does when it puts back a file edited on the node)", n.Name, strings.Join(r.stale, ", "))
 	default:
 		d.r.add("runtime", n.Name, OK, "containerd %s, %s on %s cgroups as the kubelet, sandbox %s", r.eff.Version, r.eff.Runtime, want, r.eff.SandboxImage)
 	}

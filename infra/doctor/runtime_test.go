@@ -35,6 +35,10 @@ func TestCheckRuntime(t *testing.T) {
 		{"a cgroupfs kubelet on systemd", map[string]string{"containerd.version": version, "containerd.dump": dump("true"), "kubelet.cgroupDriver": "cgroupfs"}, Fail, "SystemdCgroup = false"},
 		{"a configuration that does not load", map[string]string{"containerd.version": version, "containerd.dump": ""}, Fail, "containerd config dump"},
 		{"no containerd", map[string]string{"kubelet.cgroupDriver": "systemd"}, Warn, ""},
+		{"a file changed after containerd started", map[string]string{"containerd.version": version, "containerd.dump": dump("true"), "kubelet.cgroupDriver": "systemd",
+			"containerd.stale": "/etc/containerd/config.toml"}, Warn, "systemctl restart containerd"},
+		{"stale and wrong: the mismatch first", map[string]string{"containerd.version": version, "containerd.dump": dump("false"), "kubelet.cgroupDriver": "systemd",
+			"containerd.stale": "/etc/containerd/config.toml"}, Fail, "SystemdCgroup = true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &nodeFacts{node: n, reached: true}

@@ -37,9 +37,22 @@ done
 # The container runtime as it would start now (its configuration with
 # defaults and imports merged), and the cgroup driver the kubelet was
 # given: the two must agree. The dump is one base64 line.
+# The dump is the files, not the running daemon: "containerd.stale=FILE"
+# names a configuration file changed after containerd started, which it
+# has not read (a unit without a start time, as systemd gives one, is not
+# judged).
 if command -v containerd >/dev/null 2>&1; then
 	echo "containerd.version=$(containerd --version 2>/dev/null || true)"
 	echo "containerd.dump=$(containerd config dump 2>/dev/null | base64 -w 0 || true)"
+	since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null || true)
+	if [ -n "$since" ] && started=$(date -d "$since" +%s 2>/dev/null); then
+		for f in /etc/containerd/config.toml /etc/containerd/conf.d/*.toml; do
+			[ -f "$f" ] || continue
+			if [ "$(stat -c %Y "$f")" -gt "$started" ]; then
+				echo "containerd.stale=$f"
+			fi
+		done
+	fi
 fi
 awk '$1 == "cgroupDriver:" { print "kubelet.cgroupDriver=" $2 }' '/var/lib/kubelet/config.yaml' 2>/dev/null || true
 # Reads a control-plane node's configuration (nodefacts/probe) and every
