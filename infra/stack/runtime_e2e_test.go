@@ -2,11 +2,13 @@ package stack
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
 // runtimeRow is doctor's runtime row for node.
@@ -20,16 +22,37 @@ func runtimeRow(rep *doctor.Report, node string) (doctor.Finding, bool) {
 }
 
 // TestRuntimeCgroupDriverInTheLab is the mismatch that breaks most
-// hand-built kubeadm nodes, on real nodes: the worker's containerd is put
-// back to its package's runc default (cgroupfs) while kubeadm gave the
-// kubelet systemd. doctor fails naming both drivers and the fix, and a
-// pod's container lands outside the kubelet's cgroups; with
-// SystemdCgroup restored doctor passes again and a pod runs inside them.
+// hand-built kubeadm nodes, on real nodes. The nodes boot with Debian's
+// packaged config.toml (runc on cgroupfs, no sandbox image, no mirrors),
+// and up alone makes them working nodes (cluster.containerRuntime.manage).
+// Then the worker's containerd is put back to cgroupfs while kubeadm gave
+// the kubelet systemd: doctor fails naming both drivers and the fix, and
+// a pod's container lands outside the kubelet's cgroups. The next up
+// rewrites the configuration and restarts containerd; doctor passes
+// again and a pod runs inside the kubelet's cgroups.
 func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2EWith(t, soloRealInventory, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	const config = containerd.ConfigPath
+	if out := e.node(ctx, "w1", "grep -c SystemdCgroup "+config+" || true"); strings.TrimSpace(out) != "0" {
+		t.Fatalf("w1 does not boot with Debian's packaged %s (runc's cgroup driver unset): %q", config, out)
+	}
+	// Left to the user (manage: false), that containerd is refused before
+	// kubeadm runs, naming the node, the file and the fix; nothing is
+	// written to the nodes.
+	unmanaged := e.open(ctx, e.inventory("unmanaged", unmanageRuntime))
+	if _, err := unmanaged.Up(ctx, true); err == nil || !strings.Contains(err.Error(), "w1") || !strings.Contains(err.Error(), "cgroupfs") ||
+		!strings.Contains(err.Error(), "SystemdCgroup = true") || !strings.Contains(err.Error(), "cluster.containerRuntime.manage: true") {
+		t.Errorf("up with Debian's containerd left to the user: %v", err)
+	}
+	for _, n := range []string{"solo", "w1"} {
+		if out := e.node(ctx, n, "ls /etc/kubernetes/kubeadm 2>/dev/null | wc -l; grep -c SystemdCgroup "+config+" || true"); strings.Fields(out)[0] != "0" || strings.Fields(out)[1] != "0" {
+			t.Errorf("%s was written to by the refused up: %q", n, out)
+		}
+	}
+
 	s := e.open(ctx, e.invPath)
 	e.up(ctx, s)
 	e.verify(ctx, s)
@@ -37,7 +60,6 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 		t.Fatalf("doctor's runtime row for w1 on a working node: %+v (found %v)", f, ok)
 	}
 
-	const config = "/etc/containerd/config.toml"
 	e.node(ctx, "w1", "sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "+config+" && systemctl restart containerd")
 	rep := e.doctor(ctx, s.Inv, s.Bundle)
 	f, ok := runtimeRow(rep, "w1")
@@ -55,22 +77,53 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	e.node(ctx, "solo", pod)
 	out, err := e.lab.Run(ctx, "solo", labKubectl+"wait --for=condition=Ready pod/cgroup-probe --timeout=60s")
 	t.Logf("figures: a pod on w1 with containerd on cgroupfs: ready=%v %s", err == nil, strings.TrimSpace(out))
-	if cg := e.probeCgroup(ctx); err == nil && strings.HasPrefix(cg, "/kubepods.slice/") {
-		t.Errorf("the pod's container is in the kubelet's cgroup %s with containerd on cgroupfs", cg)
+	if err == nil {
+		if cg := e.probeCgroup(ctx); strings.HasPrefix(cg, "/kubepods.slice/") {
+			t.Errorf("the pod's container is in the kubelet's cgroup %s with containerd on cgroupfs", cg)
+		}
 	}
 	e.node(ctx, "solo", labKubectl+"delete pod cgroup-probe --wait=true")
 
-	e.node(ctx, "w1", "sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "+config+" && systemctl restart containerd")
+	// up repairs it: the file is drift, and containerd restarts on it.
+	start := time.Now()
+	e.up(ctx, s)
+	t.Logf("figures: up repairing w1's containerd configuration: %s", time.Since(start).Round(100*time.Millisecond))
+	if out := e.node(ctx, "w1", "grep -c 'SystemdCgroup = true' "+config+" || true"); strings.TrimSpace(out) == "0" {
+		t.Errorf("up left w1's %s on cgroupfs", config)
+	}
 	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
-		t.Errorf("doctor's runtime row for w1 restored: %+v (found %v)", f, ok)
+		t.Errorf("doctor's runtime row for w1 after up: %+v (found %v)", f, ok)
 	}
 	e.node(ctx, "solo", pod)
 	if out, err := e.lab.Run(ctx, "solo", labKubectl+"wait --for=condition=Ready pod/cgroup-probe --timeout=120s"); err != nil {
-		t.Errorf("a pod on w1 with containerd on systemd cgroups: %v %s\n%s", err, out, e.node(ctx, "solo", labKubectl+"describe pod cgroup-probe | tail -n 8"))
+		t.Fatalf("a pod on w1 with containerd on systemd cgroups: %v %s\n%s", err, out, e.node(ctx, "solo", labKubectl+"describe pod cgroup-probe | tail -n 8"))
 	}
 	if cg := e.probeCgroup(ctx); !strings.HasPrefix(cg, "/kubepods.slice/") {
 		t.Errorf("the pod's container is in %q with containerd on systemd cgroups, want the kubelet's kubepods.slice", cg)
 	}
+
+	// An edit containerd has not read: the file is right, the daemon may
+	// not be. doctor warns; up puts the file back and restarts containerd.
+	e.node(ctx, "w1", "echo '# edited by hand' >> "+config)
+	rep = e.doctor(ctx, s.Inv, s.Bundle)
+	if f, ok := runtimeRow(rep, "w1"); !ok || f.Status != doctor.Warn || !causesMention(rep, "w1", config, "systemctl restart containerd") {
+		t.Errorf("doctor's runtime row for w1 with %s edited after containerd started: %+v (found %v), causes %v", config, f, ok, rep.Causes)
+	}
+	e.up(ctx, s)
+	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
+		t.Errorf("doctor's runtime row for w1 after up put the file back: %+v (found %v)", f, ok)
+	}
+}
+
+// unmanageRuntime leaves containerd's configuration to the user in an
+// inventory/lab.yaml variant.
+func unmanageRuntime(inv string) string {
+	re := regexp.MustCompile(`(containerRuntime:[^\n]*\n\s+manage: )true`)
+	out := re.ReplaceAllString(inv, "${1}false")
+	if out == inv {
+		panic("inventory/lab.yaml has no cluster.containerRuntime.manage: true to turn off")
+	}
+	return out
 }
 
 // probeCgroup is the memory cgroup of the cgroup-probe pod's container on
