@@ -61,6 +61,8 @@ type Cluster struct {
 	Packages Packages `json:"packages" yaml:"packages"`
 	// ContainerRuntime: containerd's configuration on every node.
 	ContainerRuntime ContainerRuntime `json:"containerRuntime" yaml:"containerRuntime"`
+	// Registry: where the nodes pull images from.
+	Registry Registry `json:"registry,omitempty" yaml:"registry"`
 	// Certificates: the leaf certificates' lifetime and renewal.
 	Certificates Certificates `json:"certificates" yaml:"certificates"`
 	ExtraSANs    []string     `json:"extraSANs,omitempty" yaml:"extraSANs"`
@@ -169,6 +171,18 @@ type ContainerRuntime struct {
 	// cannot give a sandbox the OOM score the kubelet asks for, and every
 	// pod fails with "can't get final child's PID from pipe: EOF".
 	RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj,omitempty" yaml:"restrictOOMScoreAdj"`
+}
+
+// Registry sends the nodes' pulls to mirrors, as an air-gapped homelab
+// needs: containerd asks the mirror and nothing else for a mirrored
+// registry's images.
+type Registry struct {
+	// Mirror (http(s)://HOST[:PORT]) mirrors every registry the cluster's
+	// own images come from (MirroredRegistries).
+	Mirror string `json:"mirror,omitempty" yaml:"mirror"`
+	// Mirrors are per registry host (ghcr.io: https://ghcr.mirror.lan),
+	// over Mirror for those hosts.
+	Mirrors map[string]string `json:"mirrors,omitempty" yaml:"mirrors"`
 }
 
 type SSH struct {

@@ -116,6 +116,7 @@ func validate(inv *Inventory, pos positions, files bool) ([]*Problem, error) {
 	checkGPU(ps, inv)
 	checkPackages(ps, inv)
 	checkContainerRuntime(ps, inv)
+	checkRegistry(ps, inv)
 	checkSnapshots(ps, inv)
 	checkCertificates(ps, inv)
 	checkUpgrade(ps, inv)

@@ -230,6 +230,11 @@ func TestBadInventories(t *testing.T) {
 			at(m, "cluster")["criSocket"] = "/var/run/crio/crio.sock"
 			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true}
 		}, want: []string{"cluster.criSocket"}},
+		{name: "mirror not a URL", mutate: func(m map[string]any) { at(m, "cluster")["registry"] = map[string]any{"mirror": "10.0.0.2:5000"} }, want: []string{"cluster.registry.mirror"}},
+		{name: "mirror with a path", mutate: func(m map[string]any) { at(m, "cluster")["registry"] = map[string]any{"mirror": "https://mirror.lan/v2/"} }, want: []string{"cluster.registry.mirror"}},
+		{name: "mirrored host not a registry", mutate: func(m map[string]any) {
+			at(m, "cluster")["registry"] = map[string]any{"mirrors": map[string]any{"https://ghcr.io": "http://10.0.0.2:5000", "quay.io": "ftp://10.0.0.2"}}
+		}, want: []string{`cluster.registry.mirrors["https://ghcr.io"]`, `cluster.registry.mirrors["quay.io"]`}},
 		{name: "runtime manage not a bool", mutate: func(m map[string]any) { at(m, "cluster")["containerRuntime"] = map[string]any{"manage": "yes please"} }, want: []string{"cluster.containerRuntime.manage"}},
 		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},
 		{name: "label value", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"tier": "a b"} }, want: []string{`nodes[3].labels["tier"]`}},

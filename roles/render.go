@@ -7,6 +7,8 @@ package roles
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"sigs.k8s.io/yaml"
@@ -176,6 +178,15 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 				// keepalived at daemon-reload: no restart, no VIP move.
 				file.File{Path: keepalived.DropInPath, Mode: 0o644, Content: dropIn, OnChange: "daemon-reload"})
 		}
+	}
+	mirrors := inv.Cluster.RegistryMirrors()
+	for _, r := range slices.Sorted(maps.Keys(mirrors)) {
+		// containerd reads hosts.toml at each pull: no restart.
+		hosts, err := containerd.HostsTOML(containerd.Mirror{Registry: r, URL: mirrors[r]})
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, file.File{Path: containerd.HostsPath(r), Mode: 0o644, Content: hosts})
 	}
 	if inv.Cluster.ContainerRuntime.Manage {
 		conf, err := runtimeConfig(inv, n)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
@@ -67,6 +68,36 @@ func TestManagedRuntime(t *testing.T) {
 			if got := strings.Contains(string(conf), gpu.RuntimeBinary); got != gpu.IsNvidia(n) {
 				t.Errorf("%s: NVIDIA runtime in config.toml %v, want %v", n.Name, got, gpu.IsNvidia(n))
 			}
+		}
+	}
+}
+
+// A declared mirror: every node gets one hosts.toml per mirrored
+// registry, sending its pulls to the mirror alone.
+func TestRegistryMirrorFiles(t *testing.T) {
+	inv := layoutInventory(t, "vip")
+	inv.Cluster.Registry = inventory.Registry{Mirror: "http://10.0.0.2:5000", Mirrors: map[string]string{"ghcr.io": "https://ghcr.mirror.lan"}}
+	r, err := Render(inv, testBundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nf := range r.Nodes {
+		got := map[string]string{}
+		for _, f := range nf.Files {
+			if strings.HasPrefix(f.Path, containerd.CertsD+"/") {
+				got[f.Path] = string(f.Content)
+				if f.Restarts != "" {
+					t.Errorf("%s %s restarts %s: containerd reads it at each pull", nf.Node.Name, f.Path, f.Restarts)
+				}
+			}
+		}
+		for reg, url := range inv.Cluster.RegistryMirrors() {
+			if c := got[containerd.HostsPath(reg)]; !strings.Contains(c, `server = "`+url+`"`) {
+				t.Errorf("%s: %s's hosts.toml: %q", nf.Node.Name, reg, c)
+			}
+		}
+		if len(got) != len(inventory.MirroredRegistries)+1 {
+			t.Errorf("%s: %d hosts.toml files: %v", nf.Node.Name, len(got), got)
 		}
 	}
 }
