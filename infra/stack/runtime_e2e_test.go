@@ -56,6 +56,11 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	s := e.open(ctx, e.invPath)
 	e.up(ctx, s)
 	e.verify(ctx, s)
+	// The inventory's mirror (the lab's registry) is where up sent every
+	// pull, Docker Hub's included, which the lab itself does not mirror.
+	if out := e.node(ctx, "w1", "cat "+containerd.HostsPath("docker.io")); !strings.Contains(out, "10.77.0.1:5000") {
+		t.Errorf("w1's docker.io mirror: %q", out)
+	}
 	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "systemd") {
 		t.Fatalf("doctor's runtime row for w1 on a working node: %+v (found %v)", f, ok)
 	}
