@@ -126,8 +126,9 @@ func must(ctx context.Context, c ssh.Executor, node, what string, s scripts.Scri
 // cluster (approve, label, delete --ignore-not-found): run again while
 // the endpoint blips, since a moment without an apiserver behind the VIP
 // is what a control-plane node joining or restarting looks like, and it
-// failed a whole up once (CI, TestRealClusterInTheLab: an approval met a
-// TLS handshake timeout while cp-3 joined).
+// failed a whole up once (CI, on real nodes, in a test since folded into
+// TestUpInTheLab: an approval met a TLS handshake timeout while cp-3
+// joined).
 func mustAPI(ctx context.Context, c ssh.Executor, node, what string, s scripts.Script) (string, error) {
 	r, err := outliveBlips(ctx, func() (ssh.Result, error) { return c.Run(ctx, s.String()) })
 	if err != nil {
