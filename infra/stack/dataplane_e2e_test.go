@@ -18,6 +18,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/ciliumchart"
 	"github.com/homelab-dev/homelab/infra/readiness"
 	"github.com/homelab-dev/homelab/roles/cilium"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/kubeadm"
 )
@@ -199,13 +200,17 @@ func (e *e2e) checkPodNetwork(ctx context.Context, s *Stack, replacement bool) {
 	e.verify(ctx, s)
 }
 
-// checkGPU: every GPU worker keeps its containerd drop-in (byte for byte
-// what the role renders), its label and its taint.
-func (e *e2e) checkGPU(ctx context.Context, want string) {
+// checkGPU: every GPU worker's containerd runs with the NVIDIA runtime
+// up put in its config.toml (and no drop-in), and keeps its label and
+// its taint.
+func (e *e2e) checkGPU(ctx context.Context) {
 	e.t.Helper()
 	for _, n := range gpuNodes {
-		if got := e.node(ctx, n, "cat "+gpu.ContainerdDropInPath); got != want {
-			e.t.Errorf("%s: %s is\n%s", n, gpu.ContainerdDropInPath, got)
+		// The managed runtime (inventory/lab.yaml) holds the NVIDIA
+		// runtime in config.toml, as containerd reads it, and no drop-in.
+		got := e.node(ctx, n, "containerd config dump | grep -c 'BinaryName = \""+gpu.RuntimeBinary+"\"' || true; test -e "+gpu.ContainerdDropInPath+" && echo drop-in || true")
+		if strings.TrimSpace(got) != "1" {
+			e.t.Errorf("%s: the nvidia runtime in containerd's configuration (its count, then a drop-in if any): %q", n, got)
 		}
 		out := e.node(ctx, "cp-1", labKubectl+"get node "+n+` -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.present} {range .spec.taints[*]}{.key}={.value}:{.effect} {end}'`)
 		if !strings.HasPrefix(out, "true ") || !strings.Contains(out, kubeadm.GPUTaintKey+"=present:NoSchedule") {
@@ -231,7 +236,10 @@ func (e *e2e) checkNoGPUHere(ctx context.Context, s *Stack) {
 		}
 	}
 	for _, m := range e.mutating() {
-		if strings.Contains(m, "apt-get") || strings.Contains(m, "apt-mark") || strings.Contains(m, "restart containerd") || strings.Contains(m, "restart 'containerd'") {
+		// containerd restarts once a node, on its managed config.toml,
+		// by its Service; the toolkit's Package installs and restarts
+		// nothing.
+		if strings.Contains(m, "apt-get") || strings.Contains(m, "apt-mark") {
 			t.Errorf("installed the toolkit without a GPU: %s", m)
 		}
 	}
@@ -264,9 +272,10 @@ func (e *e2e) checkNoGPUHere(ctx context.Context, s *Stack) {
 	if !slices.Equal(placed, gpuNodes) {
 		t.Errorf("device plugin pods on %v, want one on each of %v", placed, gpuNodes)
 	}
-	// containerd was not restarted after the drop-in (there was no
-	// toolkit to install), so it has no nvidia runtime, as on a real node
-	// without a GPU; restarted, it would fail on the missing binary.
+	// containerd has the nvidia runtime (config.toml), but there was no
+	// toolkit to install: the shim fails on the missing binary, as on a
+	// real node without a GPU (without the runtime in its configuration,
+	// containerd would refuse the handler itself).
 	refused := func(events string) int {
 		return strings.Count(events, `no runtime for "nvidia" is configured`) + strings.Count(events, "nvidia-container-runtime: no such file")
 	}
@@ -382,8 +391,7 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 		t.Fatalf("kube-proxy objects after the first up: %v", got)
 	}
 	e.checkPodNetwork(ctx, s, false)
-	dropIn, _ := gpu.ContainerdDropIn(s.Inv.Nodes[3])
-	e.checkGPU(ctx, string(dropIn))
+	e.checkGPU(ctx)
 	e.checkNoGPUHere(ctx, s)
 	e.log.Reset()
 	e.checkLostNetwork(ctx, s)
@@ -430,18 +438,18 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	if m := e.mutating(); len(m) > 0 {
 		t.Errorf("second up ran mutating commands: %v", m)
 	}
-	e.checkGPU(ctx, string(dropIn))
+	e.checkGPU(ctx)
 
 	// Hand edits to a GPU worker's runtime config, label and taint, and
 	// kube-proxy's rules coming back on a node, are all repaired.
-	e.node(ctx, "gpu-1", "echo '# edited by hand' >> "+gpu.ContainerdDropInPath)
+	e.node(ctx, "gpu-1", "echo '# edited by hand' >> "+containerd.ConfigPath)
 	e.node(ctx, "cp-1", labKubectl+"label node gpu-2 "+kubeadm.GPUPresentLabel+"-")
 	e.node(ctx, "cp-1", labKubectl+"taint node gpu-3 "+kubeadm.GPUTaintKey+":NoSchedule-")
 	e.node(ctx, "gpu-4", "iptables -t nat -N KUBE-SVC-TESTFIXTURE")
 	got = e.previewList(ctx, s, true)
 	want = []string{
 		"update homelab:index:Dataplane dataplane",
-		"update homelab:index:File gpu-1:" + gpu.ContainerdDropInPath,
+		"update homelab:index:File gpu-1:" + containerd.ConfigPath,
 		"update homelab:index:NodeMeta gpu-2",
 		"update homelab:index:NodeMeta gpu-3",
 	}
@@ -449,7 +457,7 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 		t.Errorf("drift preview lists\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	e.up(ctx, s)
-	e.checkGPU(ctx, string(dropIn))
+	e.checkGPU(ctx)
 	e.checkKubeRules(ctx, false)
 
 	// Back to kube-proxy: restored by kubeadm and ready on every node, then
@@ -468,7 +476,7 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	if rel := e.release(ctx, s); rel.Revision != 3 {
 		t.Errorf("release after the swap back: %+v", rel)
 	}
-	e.checkGPU(ctx, string(dropIn))
+	e.checkGPU(ctx)
 
 	// A failing upgrade (its operator pods cannot be placed) is rolled
 	// back to the last good revision.
@@ -505,8 +513,7 @@ func (e *e2e) checkFreshCilium(ctx context.Context, s *Stack, build func()) {
 	if rel := e.release(ctx, s); rel.Revision != 1 {
 		t.Errorf("release in a fresh Cilium cluster: %+v", rel)
 	}
-	dropIn, _ := gpu.ContainerdDropIn(s.Inv.Nodes[3])
-	e.checkGPU(ctx, string(dropIn))
+	e.checkGPU(ctx)
 }
 
 func (e *e2e) helmTarget(ctx context.Context, s *Stack) helmrelease.Target {
