@@ -231,7 +231,9 @@ func TestBadInventories(t *testing.T) {
 			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true}
 		}, want: []string{"cluster.criSocket"}},
 		{name: "mirror not a URL", mutate: func(m map[string]any) { at(m, "cluster")["registry"] = map[string]any{"mirror": "10.0.0.2:5000"} }, want: []string{"cluster.registry.mirror"}},
-		{name: "mirror with a path", mutate: func(m map[string]any) { at(m, "cluster")["registry"] = map[string]any{"mirror": "https://mirror.lan/v2/"} }, want: []string{"cluster.registry.mirror"}},
+		{name: "mirror with a path", mutate: func(m map[string]any) {
+			at(m, "cluster")["registry"] = map[string]any{"mirror": "https://mirror.lan/v2/"}
+		}, want: []string{"cluster.registry.mirror"}},
 		{name: "mirrored host not a registry", mutate: func(m map[string]any) {
 			at(m, "cluster")["registry"] = map[string]any{"mirrors": map[string]any{"https://ghcr.io": "http://10.0.0.2:5000", "quay.io": "ftp://10.0.0.2"}}
 		}, want: []string{`cluster.registry.mirrors["https://ghcr.io"]`, `cluster.registry.mirrors["quay.io"]`}},

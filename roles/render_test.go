@@ -206,9 +206,9 @@ func TestRoleFiles(t *testing.T) {
 				"/etc/keepalived/keepalived.conf":        cp && layout == inventory.LayoutVIP,
 				// A managed runtime (the shipped inventory's) holds the
 				// NVIDIA runtime in config.toml (TestManagedRuntime).
-				"/etc/containerd/config.toml":            inv.Cluster.ContainerRuntime.Manage,
-				"/etc/containerd/conf.d/99-nvidia.toml":  nf.Node.HasGPUs() && !inv.Cluster.ContainerRuntime.Manage,
-				"/etc/netplan/60-homelab.yaml":           true,
+				"/etc/containerd/config.toml":           inv.Cluster.ContainerRuntime.Manage,
+				"/etc/containerd/conf.d/99-nvidia.toml": nf.Node.HasGPUs() && !inv.Cluster.ContainerRuntime.Manage,
+				"/etc/netplan/60-homelab.yaml":          true,
 			}
 			for p, want := range expect {
 				if has[p] != want {
