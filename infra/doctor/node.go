@@ -18,6 +18,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/netplan"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -52,10 +53,12 @@ type nodeFacts struct {
 type nodeArgs struct {
 	Live          nodeprobes.LiveArgs
 	KubeletConfig string
+	// CertsD is where the product writes mirrors' hosts.toml.
+	CertsD string
 }
 
 // probeScript reads all doctor checks a node by, in one session.
-var probeScript = scripts.Render("doctor/node", nodeArgs{Live: nodeprobes.LiveAt(""), KubeletConfig: nodefacts.KubeletConfigFile})
+var probeScript = scripts.Render("doctor/node", nodeArgs{Live: nodeprobes.LiveAt(""), KubeletConfig: nodefacts.KubeletConfigFile, CertsD: containerd.CertsD})
 
 func (d *doctor) dialNode(ctx context.Context, n inventory.Node, at, keyAs string) (*ssh.Client, error) {
 	inv := d.t.Inventory
@@ -119,7 +122,7 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 			}
 		case strings.HasPrefix(k, "bind."):
 			f.bindLog[strings.TrimPrefix(k, "bind.")] = v
-		case k == "containerd.version" || k == "containerd.dump" || k == "containerd.stale" || k == "kubelet.cgroupDriver":
+		case k == "containerd.version" || k == "containerd.dump" || k == "containerd.stale" || k == "containerd.hosts" || k == "kubelet.cgroupDriver":
 			f.runtime.read(k, v)
 		}
 	}
@@ -246,6 +249,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
 	}
 	d.checkRuntime(n, f)
+	d.checkMirror(n, f)
 	d.checkGPUs(n, f)
 	d.checkCNI(n, f)
 	d.checkExpiry(n, f)

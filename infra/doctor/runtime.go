@@ -3,6 +3,8 @@ package doctor
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/homelab-dev/homelab/inventory"
@@ -18,6 +20,9 @@ type runtimeFacts struct {
 	kubeletDriver string
 	// stale are configuration files changed after containerd started.
 	stale []string
+	// hosts are the hosts.toml files under containerd.CertsD, by registry.
+	hosts    map[string]containerd.Hosts
+	hostsErr []string
 }
 
 func (r *runtimeFacts) read(key, value string) {
@@ -43,6 +48,21 @@ func (r *runtimeFacts) read(key, value string) {
 		r.kubeletDriver = value
 	case "containerd.stale":
 		r.stale = append(r.stale, value)
+	case "containerd.hosts":
+		registry, enc, _ := strings.Cut(value, " ")
+		data, err := base64.StdEncoding.DecodeString(enc)
+		var h containerd.Hosts
+		if err == nil {
+			h, err = containerd.ParseHosts(data)
+		}
+		if err != nil {
+			r.hostsErr = append(r.hostsErr, fmt.Sprintf("%s: %v", containerd.HostsPath(registry), err))
+			return
+		}
+		if r.hosts == nil {
+			r.hosts = map[string]containerd.Hosts{}
+		}
+		r.hosts[registry] = h
 	}
 }
 
@@ -75,4 +95,60 @@ func (d *doctor) checkRuntime(n inventory.Node, f *nodeFacts) {
 	default:
 		d.r.add("runtime", n.Name, OK, "containerd %s, %s on %s cgroups as the kubelet, sandbox %s", r.eff.Version, r.eff.Runtime, want, r.eff.SandboxImage)
 	}
+}
+
+// checkMirror adds the node's mirror row: where its pulls go, as
+// containerd reads it (config_path, then each registry's hosts.toml),
+// against cluster.registry. A declared mirror the node does not use is a
+// failure: an air-gapped node then pulls from a registry it cannot reach,
+// and the pod waits in ImagePullBackOff.
+func (d *doctor) checkMirror(n inventory.Node, f *nodeFacts) {
+	r := f.runtime
+	if !r.found || r.err != nil {
+		return // the runtime row says why
+	}
+	declared := d.t.Inventory.Cluster.RegistryMirrors()
+	reads := r.eff.RegistryConfigPath == containerd.CertsD
+	var wrong []string
+	for _, reg := range slices.Sorted(maps.Keys(declared)) {
+		want := strings.TrimSuffix(declared[reg], "/")
+		h, ok := r.hosts[reg]
+		switch {
+		case !reads:
+		case !ok:
+			wrong = append(wrong, fmt.Sprintf("%s goes to %s itself, not %s", reg, reg, want))
+		case strings.TrimSuffix(h.First(), "/") != want:
+			wrong = append(wrong, fmt.Sprintf("%s goes first to %s, not %s", reg, h.First(), want))
+		}
+	}
+	switch {
+	case len(declared) > 0 && !reads:
+		d.r.add("mirror", n.Name, Fail, "containerd reads no mirror (its config_path is %q): every registry is pulled from directly", r.eff.RegistryConfigPath)
+		d.r.cause("%s: containerd reads mirrors' hosts.toml only with config_path = %q in its CRI registry section, which %s lacks: run `homelab up` with cluster.containerRuntime.manage: true, or set it yourself and restart containerd", n.Name, containerd.CertsD, containerd.ConfigPath)
+	case len(wrong) > 0:
+		d.r.add("mirror", n.Name, Fail, "pulls of %s", strings.Join(wrong, "; "))
+		d.r.cause("%s: its hosts.toml under %s do not send pulls to cluster.registry's mirrors: run `homelab up`, which writes them", n.Name, containerd.CertsD)
+	case len(r.hostsErr) > 0:
+		d.r.add("mirror", n.Name, Warn, "containerd cannot read %s", strings.Join(r.hostsErr, "; "))
+	default:
+		d.r.add("mirror", n.Name, OK, "%s", inEffect(reads, r.hosts))
+	}
+}
+
+// inEffect says where the node's pulls go, grouped by first host.
+func inEffect(reads bool, hosts map[string]containerd.Hosts) string {
+	if !reads || len(hosts) == 0 {
+		return "no mirror: every registry is pulled from directly"
+	}
+	by := map[string][]string{}
+	for reg, h := range hosts {
+		by[h.First()] = append(by[h.First()], reg)
+	}
+	var parts []string
+	for _, to := range slices.Sorted(maps.Keys(by)) {
+		regs := by[to]
+		slices.Sort(regs)
+		parts = append(parts, fmt.Sprintf("pulls of %s go to %s", strings.Join(regs, ", "), to))
+	}
+	return strings.Join(parts, "; ") + "; any other registry is pulled from directly"
 }

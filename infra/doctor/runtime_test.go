@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
 // The runtime row, from the lines doctor/node prints: containerd's cgroup
@@ -52,6 +53,67 @@ func TestCheckRuntime(t *testing.T) {
 			}
 			if tc.wantCause != "" && (len(d.r.Causes) != 1 || !strings.Contains(d.r.Causes[0], tc.wantCause)) {
 				t.Errorf("causes %v: want one saying %q", d.r.Causes, tc.wantCause)
+			}
+		})
+	}
+}
+
+// The mirror row: where the node's pulls go against cluster.registry.
+func TestCheckMirror(t *testing.T) {
+	n := inventory.Node{Name: "gpu-1", Role: inventory.RoleWorker, Address: "10.0.0.21"}
+	const version = "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3"
+	dump := func(configPath string) string {
+		return base64.StdEncoding.EncodeToString([]byte(`version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "` + configPath + `"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = true
+`))
+	}
+	hosts := func(registry, url string) string {
+		data, err := containerd.HostsTOML(containerd.Mirror{Registry: registry, URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return registry + " " + base64.StdEncoding.EncodeToString(data)
+	}
+	const m = "http://10.0.0.2:5000"
+	all := []string{hosts("docker.io", m), hosts("nvcr.io", m), hosts("quay.io", m), hosts("registry.k8s.io", m)}
+	for _, tc := range []struct {
+		name       string
+		mirror     string
+		configPath string
+		hosts      []string
+		want       Status
+		detail     string
+	}{
+		{"in effect", m, containerd.CertsD, all, OK, "pulls of docker.io, nvcr.io, quay.io, registry.k8s.io go to " + m},
+		{"none declared, none there", "", "", nil, OK, "no mirror"},
+		{"a user's own, not declared", "", containerd.CertsD, all[:1], OK, "pulls of docker.io go to " + m},
+		{"containerd reads no hosts.toml", m, "", all, Fail, `config_path is ""`},
+		{"one registry missing", m, containerd.CertsD, all[1:], Fail, "docker.io goes to docker.io itself"},
+		{"another mirror", m, containerd.CertsD, append(all[1:], hosts("docker.io", "http://old.lan:5000")), Fail, "docker.io goes first to http://old.lan:5000"},
+		{"a broken file", "", containerd.CertsD, []string{"quay.io " + base64.StdEncoding.EncodeToString([]byte("server = "))}, Warn, "certs.d/quay.io/hosts.toml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &nodeFacts{node: n, reached: true}
+			f.runtime.read("containerd.version", version)
+			f.runtime.read("containerd.dump", dump(tc.configPath))
+			for _, h := range tc.hosts {
+				f.runtime.read("containerd.hosts", h)
+			}
+			inv := &inventory.Inventory{Nodes: []inventory.Node{n}}
+			inv.Cluster.Registry.Mirror = tc.mirror
+			d := &doctor{t: Target{Inventory: inv}, r: &Report{}}
+			d.checkMirror(n, f)
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want || !strings.Contains(d.r.Findings[0].Detail, tc.detail) {
+				t.Fatalf("findings %+v, want one %s saying %q", d.r.Findings, tc.want, tc.detail)
+			}
+			if tc.want == Fail && len(d.r.Causes) != 1 {
+				t.Errorf("causes %v: want one", d.r.Causes)
 			}
 		})
 	}

@@ -21,6 +21,9 @@ type Effective struct {
 	Runtime       string
 	SystemdCgroup bool
 	SandboxImage  string
+	// RegistryConfigPath is where containerd reads mirrors' hosts.toml
+	// from; "" when it reads none (the packages' default).
+	RegistryConfigPath string
 }
 
 // ParseVersion reads `containerd --version`: "containerd PACKAGE VERSION
@@ -36,6 +39,10 @@ func ParseVersion(out string) (version string, major int, err error) {
 		return "", 0, fmt.Errorf("containerd --version: version %q", version)
 	}
 	return version, major, nil
+}
+
+type dumpRegistry struct {
+	ConfigPath string `toml:"config_path"`
 }
 
 type dumpRuntimes struct {
@@ -55,6 +62,7 @@ type configDump struct {
 		CRI struct {
 			SandboxImage string       `toml:"sandbox_image"`
 			Containerd   dumpRuntimes `toml:"containerd"`
+			Registry     dumpRegistry `toml:"registry"`
 		} `toml:"io.containerd.grpc.v1.cri"`
 		Runtime struct {
 			Containerd dumpRuntimes `toml:"containerd"`
@@ -63,6 +71,7 @@ type configDump struct {
 			PinnedImages struct {
 				Sandbox string `toml:"sandbox"`
 			} `toml:"pinned_images"`
+			Registry dumpRegistry `toml:"registry"`
 		} `toml:"io.containerd.cri.v1.images"`
 	} `toml:"plugins"`
 }
@@ -76,11 +85,13 @@ func ParseDump(data []byte, e *Effective) error {
 	}
 	rt := d.Plugins.CRI.Containerd
 	e.SandboxImage = d.Plugins.CRI.SandboxImage
+	e.RegistryConfigPath = d.Plugins.CRI.Registry.ConfigPath
 	switch d.Version {
 	case 2:
 	case 3:
 		rt = d.Plugins.Runtime.Containerd
 		e.SandboxImage = d.Plugins.Images.PinnedImages.Sandbox
+		e.RegistryConfigPath = d.Plugins.Images.Registry.ConfigPath
 	default:
 		return fmt.Errorf("containerd config dump: config version %d (containerd 1.x writes 2, 2.x 3)", d.Version)
 	}

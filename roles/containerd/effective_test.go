@@ -51,7 +51,7 @@ func TestParseDumpOfTheRealContainerd1(t *testing.T) {
 		if err := ParseDump(dumpOf(data), &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Runtime != "runc" || e.SystemdCgroup != systemd || e.SandboxImage != "registry.k8s.io/pause:3.10.1" {
+		if e.Runtime != "runc" || e.SystemdCgroup != systemd || e.SandboxImage != "registry.k8s.io/pause:3.10.1" || e.RegistryConfigPath != CertsD {
 			t.Errorf("rendered with SystemdCgroup %v: read %+v", systemd, e)
 		}
 	}
@@ -59,8 +59,8 @@ func TestParseDumpOfTheRealContainerd1(t *testing.T) {
 	if err := ParseDump(dumpOf(nil), &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Runtime != "runc" || e.CgroupDriver() != "cgroupfs" || e.SandboxImage == "" {
-		t.Errorf("the package's defaults read as %+v, want runc on cgroupfs", e)
+	if e.Runtime != "runc" || e.CgroupDriver() != "cgroupfs" || e.SandboxImage == "" || e.RegistryConfigPath != "" {
+		t.Errorf("the package's defaults read as %+v, want runc on cgroupfs, no mirrors read", e)
 	}
 }
 
@@ -71,6 +71,8 @@ func TestParseDumpVersion3(t *testing.T) {
   [plugins.'io.containerd.cri.v1.images']
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = 'registry.k8s.io/pause:3.10'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '/etc/containerd/certs.d'
   [plugins.'io.containerd.cri.v1.runtime']
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
       default_runtime_name = 'runc'
@@ -84,7 +86,7 @@ func TestParseDumpVersion3(t *testing.T) {
 	if err := ParseDump([]byte(v3), &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Runtime != "runc" || !e.SystemdCgroup || e.SandboxImage != "registry.k8s.io/pause:3.10" {
+	if e.Runtime != "runc" || !e.SystemdCgroup || e.SandboxImage != "registry.k8s.io/pause:3.10" || e.RegistryConfigPath != CertsD {
 		t.Errorf("read %+v", e)
 	}
 	for name, bad := range map[string]string{

@@ -56,3 +56,35 @@ func HostsTOML(m Mirror) ([]byte, error) {
 	})
 	return b.Bytes(), err
 }
+
+// Hosts is a hosts.toml as containerd uses it: the hosts it tries, in the
+// file's order, then the server (the registry itself when unset).
+type Hosts struct {
+	Server string
+	Hosts  []string
+}
+
+// First is where a pull goes first: the first host, else the server.
+func (h Hosts) First() string {
+	if len(h.Hosts) > 0 {
+		return h.Hosts[0]
+	}
+	return h.Server
+}
+
+// ParseHosts reads a hosts.toml, whoever wrote it.
+func ParseHosts(data []byte) (Hosts, error) {
+	var raw hosts
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		return Hosts{}, fmt.Errorf("hosts.toml: %w", err)
+	}
+	out := Hosts{Server: raw.Server}
+	// The [host."URL"] tables' order is the order containerd tries them.
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "host" {
+			out.Hosts = append(out.Hosts, k[1])
+		}
+	}
+	return out, nil
+}

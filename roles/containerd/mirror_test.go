@@ -39,3 +39,33 @@ func TestHostsTOMLRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHosts(t *testing.T) {
+	ours, err := HostsTOML(Mirror{Registry: "quay.io", URL: "https://mirror.lan:5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data string
+		first      string
+		hosts      int
+	}{
+		{"rendered", string(ours), "https://mirror.lan:5000", 1},
+		// containerd's docs: two mirrors tried in order, then the registry.
+		{"a user's, in order", `server = "https://registry-1.docker.io"
+[host."http://b.lan:5000"]
+  capabilities = ["pull", "resolve"]
+[host."http://a.lan:5000"]
+  capabilities = ["pull"]
+`, "http://b.lan:5000", 2},
+		{"server only", `server = "https://registry.lan"` + "\n", "https://registry.lan", 0},
+	} {
+		h, err := ParseHosts([]byte(tc.data))
+		if err != nil || h.First() != tc.first || len(h.Hosts) != tc.hosts {
+			t.Errorf("%s: %+v (first %s), %v; want first %s of %d hosts", tc.name, h, h.First(), err, tc.first, tc.hosts)
+		}
+	}
+	if _, err := ParseHosts([]byte("server = ")); err == nil {
+		t.Error("a broken hosts.toml parsed")
+	}
+}

@@ -40,6 +40,13 @@ done
 if command -v containerd >/dev/null 2>&1; then
 	echo "containerd.version=$(containerd --version 2>/dev/null || true)"
 	echo "containerd.dump=$(containerd config dump 2>/dev/null | base64 -w 0 || true)"
+	# Each registry's mirrors as the product writes them, one base64 line
+	# each: "containerd.hosts=REGISTRY DATA".
+	for h in {{q .CertsD}}/*/hosts.toml; do
+		[ -f "$h" ] || continue
+		r=${h%/hosts.toml}
+		echo "containerd.hosts=${r##*/} $(base64 -w 0 <"$h" || true)"
+	done
 	since=$(systemctl show -p ActiveEnterTimestamp --value containerd 2>/dev/null || true)
 	if [ -n "$since" ] && started=$(date -d "$since" +%s 2>/dev/null); then
 		for f in /etc/containerd/config.toml /etc/containerd/conf.d/*.toml; do
