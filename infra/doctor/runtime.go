@@ -116,9 +116,9 @@ func (d *doctor) checkMirror(n inventory.Node, f *nodeFacts) {
 		switch {
 		case !reads:
 		case !ok:
-			wrong = append(wrong, fmt.Sprintf("%s goes to %s itself, not %s", reg, reg, want))
+			wrong = append(wrong, fmt.Sprintf("pulls of %s go to %s itself, not %s", reg, reg, want))
 		case strings.TrimSuffix(h.First(), "/") != want:
-			wrong = append(wrong, fmt.Sprintf("%s goes first to %s, not %s", reg, h.First(), want))
+			wrong = append(wrong, fmt.Sprintf("pulls of %s go first to %s, not %s", reg, h.First(), want))
 		}
 	}
 	switch {
@@ -126,7 +126,7 @@ func (d *doctor) checkMirror(n inventory.Node, f *nodeFacts) {
 		d.r.add("mirror", n.Name, Fail, "containerd reads no mirror (its config_path is %q): every registry is pulled from directly", r.eff.RegistryConfigPath)
 		d.r.cause("%s: containerd reads mirrors' hosts.toml only with config_path = %q in its CRI registry section, which %s lacks: run `homelab up` with cluster.containerRuntime.manage: true, or set it yourself and restart containerd", n.Name, containerd.CertsD, containerd.ConfigPath)
 	case len(wrong) > 0:
-		d.r.add("mirror", n.Name, Fail, "pulls of %s", strings.Join(wrong, "; "))
+		d.r.add("mirror", n.Name, Fail, "%s", strings.Join(wrong, "; "))
 		d.r.cause("%s: its hosts.toml under %s do not send pulls to cluster.registry's mirrors: run `homelab up`, which writes them", n.Name, containerd.CertsD)
 	case len(r.hostsErr) > 0:
 		d.r.add("mirror", n.Name, Warn, "containerd cannot read %s", strings.Join(r.hostsErr, "; "))

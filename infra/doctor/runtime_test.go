@@ -94,8 +94,8 @@ func TestCheckMirror(t *testing.T) {
 		{"none declared, none there", "", "", nil, OK, "no mirror"},
 		{"a user's own, not declared", "", containerd.CertsD, all[:1], OK, "pulls of docker.io go to " + m},
 		{"containerd reads no hosts.toml", m, "", all, Fail, `config_path is ""`},
-		{"one registry missing", m, containerd.CertsD, all[1:], Fail, "docker.io goes to docker.io itself"},
-		{"another mirror", m, containerd.CertsD, append(all[1:], hosts("docker.io", "http://old.lan:5000")), Fail, "docker.io goes first to http://old.lan:5000"},
+		{"one registry missing", m, containerd.CertsD, all[1:], Fail, "pulls of docker.io go to docker.io itself"},
+		{"another mirror", m, containerd.CertsD, append(all[1:], hosts("docker.io", "http://old.lan:5000")), Fail, "pulls of docker.io go first to http://old.lan:5000"},
 		{"a broken file", "", containerd.CertsD, []string{"quay.io " + base64.StdEncoding.EncodeToString([]byte("server = "))}, Warn, "certs.d/quay.io/hosts.toml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
