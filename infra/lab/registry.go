@@ -40,6 +40,17 @@ func (l *Lab) registryLogPath() string { return filepath.Join(l.registryDir(), "
 // by its inputs (nodeimages.Cached). Safe to delete while no lab runs.
 func imageCache() string { return filepath.Join(toolCache(), "images") }
 
+// RegistryLayouts are the OCI layouts the lab's registry serves, one per
+// image: what a user would carry into an air-gapped homelab for
+// `homelab images mirror --from-layout`.
+func (l *Lab) RegistryLayouts() ([]string, error) {
+	data, err := os.ReadFile(l.registryList())
+	if err != nil {
+		return nil, fmt.Errorf("the lab's registry is not built (a lab with real nodes builds it): %w", err)
+	}
+	return strings.Fields(string(data)), nil
+}
+
 // RegistryURL is the registry's address as the nodes reach it.
 func RegistryURL(s *State) string {
 	return "http://" + net.JoinHostPort(s.Gateway, registry.Port)

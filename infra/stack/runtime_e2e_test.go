@@ -2,19 +2,31 @@ package stack
 
 import (
 	"context"
+	"io"
+	"log"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
+
 	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/infra/images"
+	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
 // runtimeRow is doctor's runtime row for node.
 func runtimeRow(rep *doctor.Report, node string) (doctor.Finding, bool) {
+	return doctorRow(rep, "runtime", node)
+}
+
+// doctorRow is doctor's check row for node.
+func doctorRow(rep *doctor.Report, check, node string) (doctor.Finding, bool) {
 	for _, f := range rep.Findings {
-		if f.Check == "runtime" && f.Where == node {
+		if f.Check == check && f.Where == node {
 			return f, true
 		}
 	}
@@ -61,12 +73,22 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if out := e.node(ctx, "w1", "cat "+containerd.HostsPath("docker.io")); !strings.Contains(out, "10.77.0.1:5000") {
 		t.Errorf("w1's docker.io mirror: %q", out)
 	}
-	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "systemd") {
+	checkImagesMirror(ctx, t, e, s.Inv)
+	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	if f, ok := runtimeRow(rep, "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "systemd") {
 		t.Fatalf("doctor's runtime row for w1 on a working node: %+v (found %v)", f, ok)
 	}
+	if f, ok := doctorRow(rep, "mirror", "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "docker.io, nvcr.io, quay.io, registry.k8s.io go to http://10.77.0.1:5000") {
+		t.Errorf("doctor's mirror row for w1: %+v (found %v)", f, ok)
+	}
 
-	e.node(ctx, "w1", "sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "+config+" && systemctl restart containerd")
-	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	// Docker Hub's mirror file goes too: doctor names the registry that
+	// no longer goes to its mirror.
+	e.node(ctx, "w1", "sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "+config+" && rm "+containerd.HostsPath("docker.io")+" && systemctl restart containerd")
+	rep = e.doctor(ctx, s.Inv, s.Bundle)
+	if f, ok := doctorRow(rep, "mirror", "w1"); !ok || f.Status != doctor.Fail || !strings.Contains(f.Detail, "pulls of docker.io go to docker.io itself") {
+		t.Errorf("doctor's mirror row for w1 without its docker.io hosts.toml: %+v (found %v)", f, ok)
+	}
 	f, ok := runtimeRow(rep, "w1")
 	if !ok || f.Status != doctor.Fail || !strings.Contains(f.Detail, "cgroupfs") {
 		t.Errorf("doctor's runtime row for w1 on cgroupfs: %+v (found %v)", f, ok)
@@ -96,8 +118,12 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if out := e.node(ctx, "w1", "grep -c 'SystemdCgroup = true' "+config+" || true"); strings.TrimSpace(out) == "0" {
 		t.Errorf("up left w1's %s on cgroupfs", config)
 	}
-	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
+	rep = e.doctor(ctx, s.Inv, s.Bundle)
+	if f, ok := runtimeRow(rep, "w1"); !ok || f.Status != doctor.OK {
 		t.Errorf("doctor's runtime row for w1 after up: %+v (found %v)", f, ok)
+	}
+	if f, ok := doctorRow(rep, "mirror", "w1"); !ok || f.Status != doctor.OK {
+		t.Errorf("doctor's mirror row for w1 after up: %+v (found %v)", f, ok)
 	}
 	e.node(ctx, "solo", pod)
 	if out, err := e.lab.Run(ctx, "solo", labKubectl+"wait --for=condition=Ready pod/cgroup-probe --timeout=120s"); err != nil {
@@ -139,4 +165,38 @@ func (e *e2e) probeCgroup(ctx context.Context) string {
 	cg := strings.TrimSpace(e.node(ctx, "w1", "awk -F: '$2 == \"memory\" { print $3 }' /proc/"+pid+"/cgroup"))
 	e.t.Logf("figures: the pod's container %.12s, pid %s, memory cgroup %s", id, pid, cg)
 	return cg
+}
+
+// checkImagesMirror fills an empty registry (on loopback, in this
+// process: nothing outside the lab is reached) from the OCI layouts the
+// lab built its registry from, as `homelab images mirror --from-layout`
+// does for a user carrying images into an air-gapped homelab. Every image
+// `homelab images list` names must be there: the list and what the
+// cluster that just came up pulled are the same set.
+func checkImagesMirror(ctx context.Context, t *testing.T, e *e2e, inv *inventory.Inventory) {
+	t.Helper()
+	layouts, err := e.lab.RegistryLayouts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, warnings, err := images.List(inv, images.ListOptions{})
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("images list of the lab's inventory: %v (warnings %v)", err, warnings)
+	}
+	srv := httptest.NewServer(ggcr.New(ggcr.WithBlobHandler(ggcr.NewDiskBlobHandler(t.TempDir())), ggcr.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	to := map[string]string{}
+	for _, img := range imgs {
+		host, err := images.RegistryOf(img.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to[host] = srv.URL
+	}
+	start := time.Now()
+	res, err := images.Mirror(ctx, imgs, images.Source{Layouts: layouts}, to, func(string, ...any) {})
+	if err != nil || res.Copied != len(imgs) {
+		t.Errorf("images mirror from the lab's layouts: %+v of %d: %v", res, len(imgs), err)
+	}
+	t.Logf("figures: images mirror copied %d images from %d layouts in %s", res.Copied, len(layouts), time.Since(start).Round(100*time.Millisecond))
 }
