@@ -347,6 +347,7 @@ func (d *doctor) checkManifests(n inventory.Node, f *nodeFacts) {
 			continue
 		}
 		where := n.Name + ":" + nodefacts.Manifest(m)
+		d.checkMounts(n, m, f, where)
 		bad := false
 		var badFlags, badAddrs []string
 		for _, k := range bindFlags[m] {
@@ -398,6 +399,20 @@ func (d *doctor) checkManifests(n inventory.Node, f *nodeFacts) {
 				}
 			}
 		}
+	}
+}
+
+// checkMounts: a flag naming a file no volume mounts makes the component
+// fail in its container, though the file is right there on the node.
+func (d *doctor) checkMounts(n inventory.Node, component string, f *nodeFacts, where string) {
+	pod, ok := f.live.Pod(component)
+	if !ok {
+		return
+	}
+	for _, u := range nodefacts.UnmountedPaths(pod) {
+		d.r.add("manifest", where, Fail, "--%s names %s, which no volume of the pod mounts: %s cannot see it in its container", u.Flag, u.Path, component)
+		d.r.cause("%s: %s's --%s names %s, outside every volume mount of its static pod, so it fails in its container (a file the node has is not in the container's filesystem): add a hostPath volume and volumeMount for it to %s (through kubeadm: extraVolumes), or move the file under a mounted directory such as /etc/kubernetes/pki",
+			n.Name, component, u.Flag, u.Path, nodefacts.Manifest(component))
 	}
 }
 

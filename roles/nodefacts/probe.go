@@ -3,6 +3,8 @@ package nodefacts
 import (
 	"crypto/x509"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ProbedFiles are the files infra/scripts/nodefacts/probe.sh prints
@@ -62,6 +64,17 @@ func (l Live) Flags(component string) (map[string]string, bool) {
 	}
 	flags, err := ManifestFlags(data)
 	return flags, err == nil
+}
+
+// Pod is the component's static pod; false when the node has no
+// manifest for it or it does not parse as a pod.
+func (l Live) Pod(component string) (*corev1.Pod, bool) {
+	data, ok := l.Files[Manifest(component)]
+	if !ok {
+		return nil, false
+	}
+	pod, err := ParsePod(data)
+	return pod, err == nil
 }
 
 // KubeletFlags are kubeadm-flags.env's flags (none when it is absent).
