@@ -26,6 +26,9 @@ type Cluster struct {
 	Kubeconfig  pulumi.StringOutput      `pulumi:"kubeconfig"`
 	EtcdMembers pulumi.MapArrayOutput    `pulumi:"etcdMembers"`
 	SANs        pulumi.StringArrayOutput `pulumi:"sans"`
+	// MACs are each node's NIC MACs as its Host last read them: how
+	// doctor finds a node that moved when the inventory declares no MAC.
+	MACs pulumi.StringArrayMapOutput `pulumi:"macs"`
 }
 
 // ControlPlane is one control-plane node: its host, files, keepalived and
@@ -479,11 +482,21 @@ func (b *build) outputs() error {
 	cl.Kubeconfig = pulumi.ToSecret(b.init.AdminKubeconfig).(pulumi.StringOutput)
 	cl.EtcdMembers = b.etcd.Live
 	cl.SANs = pulumi.ToStringArray(b.r.APIServerSANs.Strings()).ToStringArrayOutput()
+	macs := pulumi.StringArrayMap{}
+	for _, n := range b.inv.Nodes {
+		if cp, ok := b.planes[n.Name]; ok {
+			macs[n.Name] = cp.Host.MACs
+		} else if w, ok := b.workerOf[n.Name]; ok {
+			macs[n.Name] = w.Host.MACs
+		}
+	}
+	cl.MACs = macs.ToStringArrayMapOutput()
 	return b.ctx.RegisterResourceOutputs(cl, pulumi.Map{
 		"endpoint":    cl.Endpoint,
 		"kubeconfig":  cl.Kubeconfig,
 		"etcdMembers": cl.EtcdMembers,
 		"sans":        cl.SANs,
+		"macs":        cl.MACs,
 	})
 }
 

@@ -49,6 +49,9 @@ var (
 	managedRequires      = []string{"apt-get", "dpkg-query", "systemctl"}
 )
 
+// OutputMACs is the stack output holding each node's MACs by name.
+const OutputMACs = "macs"
+
 // Run returns the program.
 func Run(cfg Config) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
@@ -60,6 +63,7 @@ func Run(cfg Config) pulumi.RunFunc {
 		ctx.Export("kubeconfig", cl.Kubeconfig)
 		ctx.Export("etcdMembers", cl.EtcdMembers)
 		ctx.Export("sans", cl.SANs)
+		ctx.Export(OutputMACs, cl.MACs)
 		return nil
 	}
 }

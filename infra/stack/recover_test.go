@@ -83,3 +83,14 @@ func TestProcessesAreToldApartByStack(t *testing.T) {
 		t.Error(`"" must mean any stack`)
 	}
 }
+
+// The macs output as the engine hands it back: node to list of MACs.
+func TestMACsOutput(t *testing.T) {
+	got := macsOutput(map[string]any{"cp-1": []any{"52:54:00:0a:00:78"}, "gpu-1": []any{"aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"}, "none": []any{}})
+	if len(got) != 2 || got["cp-1"][0] != "52:54:00:0a:00:78" || len(got["gpu-1"]) != 2 {
+		t.Errorf("macsOutput: %v", got)
+	}
+	if macsOutput(nil) != nil || macsOutput("x") != nil {
+		t.Error("no output read as MACs")
+	}
+}

@@ -435,3 +435,31 @@ func (s *Stack) Auto() auto.Stack { return s.s }
 
 // Outputs returns the stack outputs (secrets in plain text: handle with care).
 func (s *Stack) Outputs(ctx context.Context) (auto.OutputMap, error) { return s.s.Outputs(ctx) }
+
+// MACs are each node's NIC MACs as the last up's Hosts read them (the
+// program's macs output; nil before any up): doctor's way to find a node
+// that moved when the inventory declares no MAC.
+func (s *Stack) MACs(ctx context.Context) (map[string][]string, error) {
+	outs, err := s.Outputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return macsOutput(outs[program.OutputMACs].Value), nil
+}
+
+func macsOutput(v any) map[string][]string {
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for node, list := range m {
+		l, _ := list.([]any)
+		for _, mac := range l {
+			if s, ok := mac.(string); ok && s != "" {
+				out[node] = append(out[node], s)
+			}
+		}
+	}
+	return out
+}
