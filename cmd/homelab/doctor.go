@@ -12,6 +12,7 @@ import (
 	"github.com/homelab-dev/homelab/cmd/internal/command"
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/stack"
+	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
 
@@ -58,7 +59,8 @@ func newDoctorCommand() *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Minute)
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
-				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer()), CommandLog: commandLog()})
+				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer()), CommandLog: commandLog(),
+				MACs: recordedMACs(ctx, cmd, inv, path, stateDir, stackName)})
 			if err != nil {
 				return err
 			}
@@ -74,4 +76,28 @@ func newDoctorCommand() *cobra.Command {
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default "+stack.DefaultStateDir()+")")
 	cmd.Flags().StringVar(&stackName, "stack", "", "stack name (default: the inventory's cluster name)")
 	return cmd
+}
+
+// recordedMACs are the nodes' MACs the last up recorded, for nodes the
+// inventory declares without one; nil (with a note) when the stack
+// cannot be read, as doctor also serves clusters homelab did not build.
+func recordedMACs(ctx context.Context, cmd *cobra.Command, inv *inventory.Inventory, path, stateDir, stackName string) map[string][]string {
+	declared := true
+	for _, n := range inv.Nodes {
+		declared = declared && n.MAC != ""
+	}
+	// Only a stack up has opened (its bundle is where up keeps it): doctor
+	// creates nothing.
+	if _, err := os.Stat(stack.BundlePath(stateDir, stackName)); declared || err != nil {
+		return nil
+	}
+	s, err := stack.Open(ctx, stack.Options{Inventory: path, StateDir: stateDir, Stack: stackName})
+	var macs map[string][]string
+	if err == nil {
+		macs, err = s.MACs(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: the MACs up recorded are not readable (%v): a node that moved is looked for only by a declared nodes[].mac\n", err)
+	}
+	return macs
 }

@@ -38,6 +38,23 @@ type Target struct {
 	// CommandLog, when set, receives every command run on a node
 	// (ssh.WithCommandLog).
 	CommandLog string
+	// MACs are each node's NIC MACs as up last read them (the stack's
+	// macs output): what finds a moved node whose inventory entry
+	// declares no mac.
+	MACs map[string][]string
+}
+
+// macsOf are the MACs a node is known by: the declared one, else those
+// up recorded.
+func (t Target) macsOf(n inventory.Node) []string {
+	if n.MAC != "" {
+		return []string{strings.ToLower(n.MAC)}
+	}
+	var out []string
+	for _, m := range t.MACs[n.Name] {
+		out = append(out, strings.ToLower(m))
+	}
+	return out
 }
 
 // Status of one finding. Only Fail makes the report fail: Warn marks a

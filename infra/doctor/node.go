@@ -153,14 +153,18 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 func (d *doctor) locateMoved(ctx context.Context) {
 	for _, n := range d.t.Inventory.Nodes {
 		f := d.nodes[n.Name]
-		if f.reached || n.MAC == "" {
+		macs := d.t.macsOf(n)
+		if f.reached || len(macs) == 0 {
 			continue
 		}
 		var lastErr error
-		mac := strings.ToLower(n.MAC)
 	search:
 		for _, o := range d.nodes {
-			for _, at := range o.neigh[mac] {
+			var seen []string
+			for _, mac := range macs {
+				seen = append(seen, o.neigh[mac]...)
+			}
+			for _, at := range seen {
 				if at == n.Address {
 					continue
 				}
@@ -219,13 +223,17 @@ func (d *doctor) checkNode(n inventory.Node) {
 			return
 		}
 		d.r.add("node", n.Name, Fail, "unreachable at %s: %v", n.Address, f.err)
-		d.r.cause("%s does not answer at its declared address %s, and its MAC %s was not seen elsewhere: powered off, or moved to an address no neighbour has talked to", n.Name, n.Address, n.MAC)
+		if macs := d.t.macsOf(n); len(macs) > 0 {
+			d.r.cause("%s does not answer at its declared address %s, and its MAC %s was not seen elsewhere: powered off, or moved to an address no neighbour has talked to", n.Name, n.Address, strings.Join(macs, ", "))
+		} else {
+			d.r.cause("%s does not answer at its declared address %s: powered off, or moved (no MAC is known to look for it elsewhere: declare nodes[].mac, or run doctor with the state of a previous up)", n.Name, n.Address)
+		}
 		return
 	}
 	if !slices.Contains(f.addrs, n.Address) {
 		d.r.add("node", n.Name, Fail, "has %s, not its declared address %s (MAC %s)", joinOr(f.addrs, "no address"), n.Address, joinOr(f.macs, "?"))
 		d.r.cause("%s came back on %s instead of its declared %s (a changed DHCP lease?). kubeadm does not follow an address change (kubeadm #3299): either give the node back %s (a DHCP reservation for MAC %s), or set its address to %s in the inventory and run `homelab up`, which updates etcd's peer URL, regenerates the certificates, manifests, kubeconfigs and keepalived peers",
-			n.Name, f.primary, n.Address, n.Address, n.MAC, f.primary)
+			n.Name, f.primary, n.Address, n.Address, joinOr(d.t.macsOf(n), strings.Join(f.macs, ", ")), f.primary)
 	} else {
 		d.checkStatic(n, f)
 		d.checkNetplan(n, f)
