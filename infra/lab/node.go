@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -339,6 +340,11 @@ func (l *Lab) Readdress(ctx context.Context, name, address string) error {
 				return err
 			}
 		}
+		if n.System == SystemSystemd {
+			if err := l.readdressNetplan(n.Name, n.Address, address); err != nil {
+				return err
+			}
+		}
 		n.Address = address
 		if err := l.saveState(s); err != nil {
 			return err
@@ -354,6 +360,50 @@ func (l *Lab) Readdress(ctx context.Context, name, address string) error {
 		}
 		return l.powerOn(ctx, s, n)
 	})
+}
+
+// readdressNetplan moves a real node's static address, while it is off,
+// in every netplan file its disk holds: once homelab up has made the
+// address static (roles/netplan), a changed DHCP reservation no longer
+// moves the node, and what moves it is someone re-addressing the machine
+// (a reinstall, an edited netplan), as this does. A node still on DHCP
+// has no such file and follows its new reservation.
+func (l *Lab) readdressNetplan(node, from, to string) error {
+	dir, err := l.diskPath(node, "/etc/netplan")
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		// The address with its prefix length, as netplan lists it.
+		moved := strings.ReplaceAll(string(data), from+"/", to+"/")
+		if moved == string(data) {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(moved), fi.Mode().Perm()); err != nil {
+			return err
+		}
+		l.logf("lab: %s's %s now gives it %s", node, filepath.Join("/etc/netplan", e.Name()), to)
+	}
+	return nil
 }
 
 // withNode runs a change to one node under the lab lock.
