@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/homelab-dev/homelab/infra/lab/labtest"
+	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/infra/verify"
 )
@@ -28,6 +29,9 @@ type e2e struct {
 	log      *bytes.Buffer
 	invPath  string
 	work     string
+	// macs are the nodes' MACs the last up recorded, which doctor gets
+	// as homelab doctor does (real nodes are declared without them).
+	macs map[string][]string
 }
 
 // needE2E runs t beside the package's other lab tests, each on its own
@@ -110,6 +114,9 @@ func (e *e2e) up(ctx context.Context, s *Stack, allowDestroy ...string) map[stri
 		e.t.Fatalf("up: %v", err)
 	}
 	e.t.Logf("figures: up took %s: %v", time.Since(start).Round(time.Millisecond), *res.Summary.ResourceChanges)
+	if m := macsOutput(res.Outputs[program.OutputMACs].Value); m != nil {
+		e.macs = m
+	}
 	return *res.Summary.ResourceChanges
 }
 

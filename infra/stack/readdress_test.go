@@ -18,7 +18,7 @@ func (e *e2e) doctor(ctx context.Context, inv *inventory.Inventory, b *pki.Bundl
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: b, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: e.lab.Dial})
+	rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: b, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: e.lab.Dial, MACs: e.macs})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func causesMention(rep *doctor.Report, words ...string) bool {
 // and the VIP endpoint unchanged throughout.
 func TestReaddressInTheLab(t *testing.T) {
 	needE2E(t)
-	e := newE2E(t)
+	e := newE2EWith(t, nil, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	s := e.open(ctx, e.invPath)
@@ -56,6 +56,7 @@ func TestReaddressInTheLab(t *testing.T) {
 	if rep := e.doctor(ctx, s.Inv, s.Bundle); !rep.OK() {
 		t.Errorf("doctor on a healthy cluster: %v", rep.Failed())
 	}
+	e.checkUnmountedFlag(ctx, s, "cp-3")
 	e.mutating()
 
 	const oldAddr, newAddr = "10.77.0.120", "10.77.0.140"
@@ -195,3 +196,37 @@ func containsString(ss []string, s string) bool {
 }
 
 func readFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+// checkUnmountedFlag gives cp-3's apiserver a flag naming a file that is
+// on the node but under no volume of its static pod. The real kubelet
+// runs the apiserver in a container, which cannot see the file, so it
+// exits (the stand-in kubelet ran it as a process of the node, where the
+// file was found, and the cluster looked fine). doctor names the flag and
+// the fix; the manifest put back, the apiserver serves again.
+func (e *e2e) checkUnmountedFlag(ctx context.Context, s *Stack, node string) {
+	t := e.t
+	const file, manifest, saved = "/etc/kubernetes/tracing.yaml", "/etc/kubernetes/manifests/kube-apiserver.yaml", "/root/kube-apiserver.yaml.orig"
+	e.node(ctx, node, "printf 'apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\n' > "+file+
+		" && cp "+manifest+" "+saved+" && sed -i 's|^    - kube-apiserver$|&\\n    - --tracing-config-file="+file+"|' "+manifest+" && grep -c tracing-config-file "+manifest)
+	start := time.Now()
+	out, err := e.lab.Run(ctx, node, "for i in $(seq 90); do grep -h "+file+" /var/log/pods/kube-system_kube-apiserver-*/kube-apiserver/*.log 2>/dev/null | tail -n 1 | grep . && exit 0; sleep 2; done; exit 1")
+	if err != nil {
+		t.Errorf("%s's apiserver did not fail on %s outside its mounts: %v %s", node, file, err, out)
+	}
+	t.Logf("figures: the apiserver's container failed on the unmounted file after %s: %s", time.Since(start).Round(time.Second), strings.TrimSpace(out))
+	rep := e.doctor(ctx, s.Inv, s.Bundle)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Check == "manifest" && strings.HasPrefix(f.Where, node+":") && f.Status == doctor.Fail && strings.Contains(f.Detail, "--tracing-config-file") {
+			found = true
+		}
+	}
+	if !found || !causesMention(rep, node, "tracing-config-file", "extraVolumes") {
+		t.Errorf("doctor does not name %s's unmounted --tracing-config-file: %v", node, rep.Causes)
+	}
+	e.node(ctx, node, "cp "+saved+" "+manifest+" && rm "+file+" "+saved)
+	if out, err := e.lab.Run(ctx, node, "for i in $(seq 120); do curl -sk https://127.0.0.1:6443/livez | grep -qx ok && exit 0; sleep 2; done; exit 1"); err != nil {
+		t.Fatalf("%s's apiserver did not come back with its manifest put back: %v %s", node, err, out)
+	}
+	t.Logf("figures: unmounted flag found, reported and put back in %s", time.Since(start).Round(time.Second))
+}
