@@ -58,12 +58,11 @@ func ParseProbe(out string) Live {
 // Flags are the component's manifest's flags (PodFlags); false when the
 // node has no manifest for it or it does not parse as a pod.
 func (l Live) Flags(component string) (map[string]string, bool) {
-	data, ok := l.Files[Manifest(component)]
+	pod, ok := l.Pod(component)
 	if !ok {
 		return nil, false
 	}
-	flags, err := ManifestFlags(data)
-	return flags, err == nil
+	return PodFlags(pod), true
 }
 
 // Pod is the component's static pod; false when the node has no
