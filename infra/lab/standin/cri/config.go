@@ -38,6 +38,9 @@ type RuntimeConfig struct {
 	// DefaultRuntime names the handler of pods without a RuntimeClass.
 	DefaultRuntime string
 	Runtimes       map[string]Runtime
+	// RegistryConfigPath is where hosts.toml files are read from ("" by
+	// default: no mirror), as config dump shows it.
+	RegistryConfigPath string
 	// Files are the configuration files read, main file first.
 	Files []string
 }
@@ -111,6 +114,9 @@ func (rc *RuntimeConfig) apply(top map[string]any) {
 		if l := stringList(cni["bin_dirs"]); len(l) > 0 {
 			rc.CNIBinDirs = l
 		}
+		if s, ok := table(cri["registry"])["config_path"].(string); ok {
+			rc.RegistryConfigPath = s
+		}
 		ctrd := table(cri["containerd"])
 		if s, ok := ctrd["default_runtime_name"].(string); ok && s != "" {
 			rc.DefaultRuntime = s
@@ -133,6 +139,9 @@ func (rc *RuntimeConfig) apply(top map[string]any) {
 	images := table(plugins["io.containerd.cri.v1.images"])
 	if s, ok := table(images["pinned_images"])["sandbox"].(string); ok && s != "" {
 		rc.SandboxImage = s
+	}
+	if s, ok := table(images["registry"])["config_path"].(string); ok {
+		rc.RegistryConfigPath = s
 	}
 }
 

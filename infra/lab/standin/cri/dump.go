@@ -60,7 +60,8 @@ func runSubcommand(sub, args []string) int {
 	doc := map[string]any{
 		"version": 3,
 		"plugins": map[string]any{
-			"io.containerd.cri.v1.images":  map[string]any{"pinned_images": map[string]any{"sandbox": rc.SandboxImage}},
+			"io.containerd.cri.v1.images": map[string]any{"pinned_images": map[string]any{"sandbox": rc.SandboxImage},
+				"registry": map[string]any{"config_path": rc.RegistryConfigPath}},
 			"io.containerd.cri.v1.runtime": map[string]any{"containerd": map[string]any{"default_runtime_name": rc.DefaultRuntime, "runtimes": runtimes}},
 		},
 	}
