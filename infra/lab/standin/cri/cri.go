@@ -28,9 +28,12 @@ import (
 
 const (
 	// RuntimeName is what Version reports; the kubelet stand-in puts it in
-	// the Node's containerRuntimeVersion.
+	// the Node's containerRuntimeVersion. RuntimeVersion is the containerd
+	// release whose contract the stand-in keeps (1.x: its config dump is
+	// version 2), and the one homelab checks against the declared
+	// Kubernetes version: containerd tests 1.7.28 with v1.34 and v1.35.
 	RuntimeName    = "homelab-cri-standin"
-	RuntimeVersion = "0.1"
+	RuntimeVersion = "1.7.28"
 	// DefaultAddress is containerd's socket.
 	DefaultAddress = "/run/containerd/containerd.sock"
 	// DefaultSandboxImage is the pause image of kubeadm 1.34; kubeadm warns

@@ -24,8 +24,9 @@ func subcommand(args []string) []string {
 	return nil
 }
 
-// runSubcommand answers `containerd config dump` as containerd 2 does
-// (config version 3, its defaults and imports merged). The cgroup driver
+// runSubcommand answers `containerd config dump` as containerd 1.7, the
+// release it reports, does (config version 2, its defaults and imports
+// merged). The cgroup driver
 // is the file's, cgroupfs by default, though the stand-in starts no
 // container: a node left at containerd's defaults then fails doctor's
 // runtime row as a real one does. Every other subcommand is refused.
@@ -58,11 +59,13 @@ func runSubcommand(sub, args []string) int {
 		runtimes[name] = map[string]any{"runtime_type": r.Type, "options": opts}
 	}
 	doc := map[string]any{
-		"version": 3,
+		"version": 2,
 		"plugins": map[string]any{
-			"io.containerd.cri.v1.images": map[string]any{"pinned_images": map[string]any{"sandbox": rc.SandboxImage},
-				"registry": map[string]any{"config_path": rc.RegistryConfigPath}},
-			"io.containerd.cri.v1.runtime": map[string]any{"containerd": map[string]any{"default_runtime_name": rc.DefaultRuntime, "runtimes": runtimes}},
+			"io.containerd.grpc.v1.cri": map[string]any{
+				"sandbox_image": rc.SandboxImage,
+				"registry":      map[string]any{"config_path": rc.RegistryConfigPath},
+				"containerd":    map[string]any{"default_runtime_name": rc.DefaultRuntime, "runtimes": runtimes},
+			},
 		},
 	}
 	if err := toml.NewEncoder(os.Stdout).Encode(doc); err != nil {

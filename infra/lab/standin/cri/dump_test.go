@@ -39,8 +39,8 @@ func TestConfigDump(t *testing.T) {
 	if e.Runtime != "runc" || e.SystemdCgroup || e.SandboxImage != "registry.k8s.io/pause:3.9" || e.RegistryConfigPath != "" {
 		t.Errorf("dump read as %+v:\n%s", e, out)
 	}
-	if !bytes.Contains(out, []byte("version = 3")) {
-		t.Errorf("not containerd 2's config version:\n%s", out)
+	if !bytes.Contains(out, []byte("version = 2")) {
+		t.Errorf("not containerd 1.x's config version:\n%s", out)
 	}
 	// What homelab up writes.
 	conf, err := containerd.Render(containerd.Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", SystemdCgroup: true})

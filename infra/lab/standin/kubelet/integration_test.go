@@ -190,7 +190,7 @@ func runIntegration(t *testing.T, kubeDir, etcdDir string) {
 	if nodeReady.Labels["homelab.dev/pool"] != "cp" || nodeReady.Labels["kubernetes.io/hostname"] != "itest-a" {
 		t.Errorf("labels %v", nodeReady.Labels)
 	}
-	if v := nodeReady.Status.NodeInfo.ContainerRuntimeVersion; v != "homelab-cri-standin://0.1" {
+	if v := nodeReady.Status.NodeInfo.ContainerRuntimeVersion; v != "homelab-cri-standin://1.7.28" {
 		t.Errorf("runtime version %q", v)
 	}
 	lease := e.waitLeaseRenewed("itest-a", nodeReady.UID)

@@ -14,7 +14,7 @@ import (
 )
 
 // fallbackRuntimeVersion is reported while the CRI endpoint does not answer.
-const fallbackRuntimeVersion = "homelab-cri-standin://0.1"
+const fallbackRuntimeVersion = "homelab-cri-standin://1.7.28"
 
 // runtimeInterval is how often the kubelet asks the runtime for its status
 // (the kubelet's updateRuntimeUp period).
