@@ -221,9 +221,10 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	// runtime on another socket (CRI-O) is the user's to check.
 	if c := cfg.Inventory.Cluster; c.CRISocket == inventory.DefaultCRISocket {
 		args["runtime"] = pulumi.Map{
-			"manage":       pulumi.Bool(c.ContainerRuntime.Manage),
-			"cgroupDriver": pulumi.String(kubeadm.CgroupDriver),
-			"sandboxImage": pulumi.String(kubeadm.PauseImage(c.KubernetesVersion)),
+			"manage":            pulumi.Bool(c.ContainerRuntime.Manage),
+			"cgroupDriver":      pulumi.String(kubeadm.CgroupDriver),
+			"sandboxImage":      pulumi.String(kubeadm.PauseImage(c.KubernetesVersion)),
+			"kubernetesVersion": pulumi.String(c.KubernetesVersion),
 		}
 	}
 	return register(ctx, "Host", n.Name, args, &HostHandle{}, pulumi.Parent(parent))

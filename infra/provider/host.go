@@ -51,6 +51,9 @@ type RuntimeExpect struct {
 	Manage       bool   `pulumi:"manage"`
 	CgroupDriver string `pulumi:"cgroupDriver"`
 	SandboxImage string `pulumi:"sandboxImage"`
+	// KubernetesVersion is the declared one, which the installed
+	// containerd must support (containerd.Supports).
+	KubernetesVersion string `pulumi:"kubernetesVersion,optional"`
 }
 
 type HostState struct {
@@ -150,7 +153,7 @@ func (Host) Create(ctx context.Context, req infer.CreateRequest[HostArgs]) (infe
 	if err != nil {
 		return infer.CreateResponse[HostState]{}, err
 	}
-	if w := st.runtimeWarning(); w != "" {
+	for _, w := range st.runtimeWarnings() {
 		p.GetLogger(ctx).Warning(w)
 	}
 	if err := st.check(); err != nil {
@@ -395,7 +398,7 @@ func (Host) Update(ctx context.Context, req infer.UpdateRequest[HostArgs, HostSt
 		p.GetLogger(ctx).Warningf("%s is another machine now (host key %s, was %s): its cluster state is rebuilt", req.Inputs.Connection.Node, st.HostKey, old)
 	}
 	st.ConvergedHostKey = st.HostKey
-	if w := st.runtimeWarning(); w != "" {
+	for _, w := range st.runtimeWarnings() {
 		p.GetLogger(ctx).Warning(w)
 	}
 	return infer.UpdateResponse[HostState]{Output: st}, st.check()

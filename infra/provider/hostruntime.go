@@ -37,15 +37,19 @@ func (st *HostState) parseRuntime(out string) {
 
 // runtimeProblems: a managed containerd must be one whose configuration
 // format up writes (1.x); one the user configures must run pods on the
-// kubelet's cgroup driver. Both are refused before kubeadm runs: the
-// kubelet would start, and every pod fail or escape its limits after.
+// kubelet's cgroup driver; either must be a release the declared
+// kubelet runs on. Each is refused before kubeadm runs: the kubelet
+// would start, and every pod fail or escape its limits after.
 func (st HostState) runtimeProblems() []string {
 	want := st.Runtime
 	if want == nil || slices.Contains(st.Missing, "containerd") {
 		return nil
 	}
+	v := st.Versions["containerd"]
+	if verdict, ok := st.runtimeSupport(); ok && verdict.Support == containerd.Unsupported {
+		return []string{fmt.Sprintf("runs containerd %s, which cluster.kubernetesVersion %s cannot run on: %s (or declare a Kubernetes version it runs)", v, want.KubernetesVersion, verdict.Reason)}
+	}
 	if want.Manage {
-		v := st.Versions["containerd"]
 		if major, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(v, ".", 2)[0], "v")); err == nil && major >= 2 {
 			return []string{fmt.Sprintf("runs containerd %s, and homelab writes containerd 1.x's configuration (config version 2) so far: "+
 				"install the distribution's containerd (1.6 or 1.7), or set cluster.containerRuntime.manage: false and configure it yourself", v)}
@@ -63,14 +67,36 @@ func (st HostState) runtimeProblems() []string {
 	return nil
 }
 
-// runtimeWarning: another sandbox image than kubeadm's works (kubeadm's
-// preflight only warns), but an air-gapped node must have it, and the
-// kubelet's garbage collection may remove kubeadm's pause image.
-func (st HostState) runtimeWarning() string {
-	want := st.Runtime
-	if want == nil || want.Manage || st.RuntimeSandboxImage == "" || st.RuntimeSandboxImage == want.SandboxImage {
-		return ""
+// runtimeSupport is how the node's containerd stands with the declared
+// Kubernetes version; ok is false when either is not known (a stack
+// from before the version was passed, a version the node did not print).
+func (st HostState) runtimeSupport() (v containerd.Verdict, ok bool) {
+	cv := st.Versions["containerd"]
+	if st.Runtime == nil || st.Runtime.KubernetesVersion == "" || cv == "" {
+		return containerd.Verdict{}, false
 	}
-	return fmt.Sprintf("%s: containerd's sandbox image is %s, kubeadm's is %s: set sandbox_image in %s (or manage the runtime), or make sure the node has %s",
-		st.Connection.Node, st.RuntimeSandboxImage, want.SandboxImage, containerd.ConfigPath, st.RuntimeSandboxImage)
+	v, err := containerd.Supports(cv, st.Runtime.KubernetesVersion)
+	return v, err == nil
+}
+
+// runtimeWarnings: another sandbox image than kubeadm's works (kubeadm's
+// preflight only warns), but an air-gapped node must have it, and the
+// kubelet's garbage collection may remove kubeadm's pause image. A
+// containerd that containerd's own matrix does not test with the declared
+// Kubernetes version runs (Debian 12's 1.6.20 runs v1.35), so it is said,
+// not refused: the next minor may be the one that needs another.
+func (st HostState) runtimeWarnings() []string {
+	want := st.Runtime
+	if want == nil {
+		return nil
+	}
+	var ws []string
+	if v, ok := st.runtimeSupport(); ok && v.Support == containerd.Untested {
+		ws = append(ws, fmt.Sprintf("%s: %s; it runs, but upgrade containerd before it is the reason a Kubernetes upgrade stops", st.Connection.Node, v.Reason))
+	}
+	if !want.Manage && st.RuntimeSandboxImage != "" && st.RuntimeSandboxImage != want.SandboxImage {
+		ws = append(ws, fmt.Sprintf("%s: containerd's sandbox image is %s, kubeadm's is %s: set sandbox_image in %s (or manage the runtime), or make sure the node has %s",
+			st.Connection.Node, st.RuntimeSandboxImage, want.SandboxImage, containerd.ConfigPath, st.RuntimeSandboxImage))
+	}
+	return ws
 }

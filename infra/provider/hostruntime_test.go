@@ -20,8 +20,13 @@ func TestHostRuntimeProblems(t *testing.T) {
 		}
 		return "runtime.dump=" + base64.StdEncoding.EncodeToString(conf) + "\n"
 	}
-	user := &RuntimeExpect{CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1"}
-	managed := &RuntimeExpect{Manage: true, CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1"}
+	user := &RuntimeExpect{CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1", KubernetesVersion: "v1.35.4"}
+	managed := &RuntimeExpect{Manage: true, CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10.1", KubernetesVersion: "v1.35.4"}
+	v136 := func(r *RuntimeExpect) *RuntimeExpect {
+		c := *r
+		c.KubernetesVersion = "v1.36.0"
+		return &c
+	}
 	for _, tc := range []struct {
 		name    string
 		want    *RuntimeExpect
@@ -36,6 +41,9 @@ func TestHostRuntimeProblems(t *testing.T) {
 		{name: "user's on cgroupfs", want: user, version: "1.7.28", facts: dump(false), refused: []string{"cgroupfs", "SystemdCgroup = true", containerd.ConfigPath, "manage: true"}},
 		{name: "user's unloadable", want: user, version: "1.7.28", facts: "runtime.error=containerd: failed to load TOML: near line 3\n", refused: []string{"failed to load TOML", "config dump"}},
 		{name: "not checked", version: "1.7.28", facts: dump(false)},
+		{name: "managed 1.x under v1.36", want: v136(managed), version: "1.7.28", refused: []string{"1.7.28", "v1.36.0", "containerd 2.x"}},
+		{name: "user's 1.x under v1.36", want: v136(user), version: "1.7.28", facts: dump(true), refused: []string{"cluster.kubernetesVersion", "containerd 2.x"}},
+		{name: "too old for CRI v1", want: managed, version: "1.5.9", refused: []string{"1.5.9", "CRI v1"}},
 	} {
 		st := HostState{HostArgs: HostArgs{Runtime: tc.want}, Versions: map[string]string{"containerd": tc.version}}
 		st.parseRuntime(tc.facts)
@@ -50,14 +58,22 @@ func TestHostRuntimeProblems(t *testing.T) {
 		}
 	}
 	// Another sandbox image works (kubeadm only warns), so it is a
-	// warning here too.
-	st := HostState{HostArgs: HostArgs{Connection: Connection{Node: "w1"}, Runtime: user}}
+	// warning here too; so is a containerd the declared minor runs on
+	// but containerd does not test it with.
+	st := HostState{HostArgs: HostArgs{Connection: Connection{Node: "w1"}, Runtime: user}, Versions: map[string]string{"containerd": "1.7.28"}}
 	st.parseRuntime(dump(true))
-	if w := st.runtimeWarning(); w != "" {
-		t.Errorf("kubeadm's own sandbox image warned: %s", w)
+	if w := st.runtimeWarnings(); len(w) != 0 {
+		t.Errorf("kubeadm's own sandbox image on a tested containerd warned: %q", w)
 	}
 	st.RuntimeSandboxImage = "registry.k8s.io/pause:3.6"
-	if w := st.runtimeWarning(); !strings.Contains(w, "pause:3.6") || !strings.Contains(w, "pause:3.10.1") {
+	if w := strings.Join(st.runtimeWarnings(), "; "); !strings.Contains(w, "pause:3.6") || !strings.Contains(w, "pause:3.10.1") {
 		t.Errorf("another sandbox image: %q", w)
+	}
+	st.RuntimeSandboxImage, st.Versions["containerd"] = "", "1.6.20~ds1"
+	if w := strings.Join(st.runtimeWarnings(), "; "); !strings.Contains(w, "w1") || !strings.Contains(w, "1.7.28") || !strings.Contains(w, "1.6.20") {
+		t.Errorf("Debian 12's containerd under v1.35: %q", w)
+	}
+	if p := st.runtimeProblems(); len(p) != 0 {
+		t.Errorf("Debian 12's containerd under v1.35 refused: %q", p)
 	}
 }

@@ -27,10 +27,11 @@ func (h *HostArgs) Annotate(a infer.Annotator) {
 }
 
 func (r *RuntimeExpect) Annotate(a infer.Annotator) {
-	a.Describe(&r, "What the kubelet needs of containerd: a managed one must be 1.x (the configuration up writes); one the user configures must run on the kubelet's cgroup driver.")
+	a.Describe(&r, "What the kubelet needs of containerd: a managed one must be 1.x (the configuration up writes); one the user configures must run on the kubelet's cgroup driver; either must be a release the declared Kubernetes version runs on.")
 	a.Describe(&r.Manage, "Whether up writes containerd's configuration (cluster.containerRuntime.manage).")
 	a.Describe(&r.CgroupDriver, "The kubelet's cgroup driver, which containerd's runc must use.")
 	a.Describe(&r.SandboxImage, "kubeadm's pause image; another one is a warning.")
+	a.Describe(&r.KubernetesVersion, "The declared Kubernetes version: a containerd its kubelet cannot run on is refused, one containerd does not test with it is a warning.")
 }
 
 func (h *HostState) Annotate(a infer.Annotator) {
