@@ -257,6 +257,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 		d.r.add("node", n.Name, Warn, "hostname is %q", f.hostname)
 	}
 	d.checkRuntime(n, f)
+	d.checkRuntimeVersion(n, f)
 	d.checkMirror(n, f)
 	d.checkGPUs(n, f)
 	d.checkCNI(n, f)

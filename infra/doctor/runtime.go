@@ -97,6 +97,35 @@ func (d *doctor) checkRuntime(n inventory.Node, f *nodeFacts) {
 	}
 }
 
+// checkRuntimeVersion adds the node's runtime version row: containerd's
+// release against the declared Kubernetes version, by containerd's own
+// support matrix. A release the kubelet cannot run on fails; one it runs
+// on but containerd does not test it with warns, so the runtime is
+// upgraded before it is what stops a Kubernetes upgrade (v1.36 needs
+// containerd 2.x).
+func (d *doctor) checkRuntimeVersion(n inventory.Node, f *nodeFacts) {
+	r := f.runtime
+	kube := d.t.Inventory.Cluster.KubernetesVersion
+	if !r.found || r.eff.Version == "" || kube == "" {
+		return // the runtime row says why
+	}
+	v, err := containerd.Supports(r.eff.Version, kube)
+	switch {
+	case err != nil:
+		d.r.add("runtime version", n.Name, Warn, "%v", err)
+	case v.Support == containerd.Unsupported:
+		d.r.add("runtime version", n.Name, Fail, "containerd %s cannot run the kubelet of %s", r.eff.Version, kube)
+		d.r.cause("%s: %s", n.Name, v.Reason)
+	case v.Support == containerd.Untested:
+		d.r.add("runtime version", n.Name, Warn, "containerd %s is not one containerd tests with %s", r.eff.Version, kube)
+		d.r.cause("%s: %s: it runs, but upgrade containerd before it is what stops a Kubernetes upgrade", n.Name, v.Reason)
+	case v.Support == containerd.Unknown:
+		d.r.add("runtime version", n.Name, OK, "containerd %s (%s)", r.eff.Version, v.Reason)
+	default:
+		d.r.add("runtime version", n.Name, OK, "containerd %s, which containerd tests with %s", r.eff.Version, kube)
+	}
+}
+
 // checkMirror adds the node's mirror row: where its pulls go, as
 // containerd reads it (config_path, then each registry's hosts.toml),
 // against cluster.registry. A declared mirror the node does not use is a

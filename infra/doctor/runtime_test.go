@@ -118,3 +118,34 @@ func TestCheckMirror(t *testing.T) {
 		})
 	}
 }
+
+// The runtime version row: containerd's release against the declared
+// Kubernetes version, by containerd's matrix.
+func TestCheckRuntimeVersion(t *testing.T) {
+	n := inventory.Node{Name: "gpu-1", Role: inventory.RoleWorker, Address: "10.0.0.21"}
+	for _, tc := range []struct {
+		name, version, kube string
+		want                Status
+		cause               string // "" : none
+	}{
+		{"tested", "containerd github.com/containerd/containerd v1.7.28 abc", "v1.35.4", OK, ""},
+		{"Debian 12's under v1.35", "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3", "v1.35.4", Warn, "1.7.28"},
+		{"1.x under v1.36", "containerd github.com/containerd/containerd v1.7.28 abc", "v1.36.0", Fail, "containerd 2.x"},
+		{"a minor the matrix lacks", "containerd github.com/containerd/containerd v2.3.0 abc", "v1.37.0", OK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &nodeFacts{node: n, reached: true}
+			f.runtime.read("containerd.version", tc.version)
+			inv := &inventory.Inventory{Nodes: []inventory.Node{n}}
+			inv.Cluster.KubernetesVersion = tc.kube
+			d := &doctor{t: Target{Inventory: inv}, r: &Report{}}
+			d.checkRuntimeVersion(n, f)
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want || d.r.Findings[0].Check != "runtime version" {
+				t.Fatalf("findings %+v, want one runtime version %s", d.r.Findings, tc.want)
+			}
+			if (tc.cause == "") != (len(d.r.Causes) == 0) || (tc.cause != "" && !strings.Contains(d.r.Causes[0], tc.cause)) {
+				t.Errorf("causes %v: want one saying %q", d.r.Causes, tc.cause)
+			}
+		})
+	}
+}
