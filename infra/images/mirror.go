@@ -20,8 +20,8 @@ import (
 // spec's (crane and this tool's lab write the full reference; skopeo and
 // others the tag alone) and containerd's (`ctr images export`).
 const (
-	refNameAnnotation       = "org.opencontainers.image.ref.name"
-	containerdNameAnnotaton = "io.containerd.image.name"
+	refNameAnnotation        = "org.opencontainers.image.ref.name"
+	containerdNameAnnotation = "io.containerd.image.name"
 )
 
 // Source is where Mirror reads images: OCI layouts when Layouts is set,
@@ -254,7 +254,7 @@ func fromLayouts(layouts []layout.Path, raw string, ref name.Reference, want str
 			}
 			n := d.Annotations[refNameAnnotation]
 			switch {
-			case n == raw || n == base || d.Annotations[containerdNameAnnotaton] == raw || d.Annotations[containerdNameAnnotaton] == base ||
+			case n == raw || n == base || d.Annotations[containerdNameAnnotation] == raw || d.Annotations[containerdNameAnnotation] == base ||
 				(want != "" && d.Digest.String() == want):
 				return open()
 			case n == ref.Identifier() && n != "":

@@ -97,7 +97,7 @@ func TestMirrorFillsAnEmptyRegistryFromALayout(t *testing.T) {
 	dir, digests := layoutOf(t, map[string]map[string]string{
 		"etcd":    {refNameAnnotation: "registry.k8s.io/etcd:3.6.5-0"},
 		"agent":   {refNameAnnotation: "v1.18.4"}, // skopeo names by tag alone
-		"pause":   {containerdNameAnnotaton: "registry.k8s.io/pause:3.10.1", refNameAnnotation: "3.10.1"},
+		"pause":   {containerdNameAnnotation: "registry.k8s.io/pause:3.10.1", refNameAnnotation: "3.10.1"},
 		"plugin":  {refNameAnnotation: "nvcr.io/nvidia/k8s-device-plugin:v0.20.1"},
 		"unasked": {refNameAnnotation: "docker.io/library/busybox:1"},
 	}, "plugin")
