@@ -81,6 +81,18 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if f, ok := doctorRow(rep, "mirror", "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "docker.io, nvcr.io, quay.io, registry.k8s.io go to http://10.77.0.1:5000") {
 		t.Errorf("doctor's mirror row for w1: %+v (found %v)", f, ok)
 	}
+	// Debian 12's containerd runs the kubelet of the lab's v1.34, but
+	// containerd tests that minor from 1.6.39: a warning, from up (on
+	// the real node's own containerd --version) and doctor alike.
+	if f, ok := doctorRow(rep, "runtime version", "w1"); !ok || f.Status != doctor.Warn || !strings.Contains(f.Detail, "1.6.20") {
+		t.Errorf("doctor's runtime version row for w1 on Debian 12's containerd: %+v (found %v)", f, ok)
+	}
+	if !causesMention(rep, "w1", "1.6.39") {
+		t.Errorf("doctor does not say which containerd is tested with v1.34: %v", rep.Causes)
+	}
+	if !strings.Contains(e.log.String(), "w1: containerd tests Kubernetes v1.34 with") {
+		t.Errorf("up did not warn about w1's containerd 1.6.20 under v1.34:\n%s", tail(e.log.String(), 40))
+	}
 
 	// Docker Hub's mirror file goes too: doctor names the registry that
 	// no longer goes to its mirror.
