@@ -183,3 +183,54 @@ func freshDpkg() (nodeFile, error) {
 	}
 	return nodeFile{Path: status, Mode: 0o644, Content: aptrepo.Forget(data, aptrepo.Names...)}, nil
 }
+
+// distributionSuite is the Debian release the real nodes' rootfs is
+// (infra/tools/build-rootfs.sh).
+const distributionSuite = "bookworm"
+
+// distributionKeyring is where a real node keeps the lab key that signs
+// its distribution repository.
+const distributionKeyring = "/etc/apt/keyrings/homelab-lab-debian.gpg"
+
+// buildDistributionRepo writes the real nodes' distribution repository,
+// which stands in for Debian's mirror (no node reaches the Internet):
+// Debian's own containerd and runc packages at the rootfs's versions
+// (infra/tools/build-runtime-debs.sh), signed with the lab's key. A node
+// that lacks them installs them from there (cluster.containerRuntime.packages).
+func (l *Lab) buildDistributionRepo() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := l.buildScript(root, "runtime-debs")
+	if err != nil {
+		return err
+	}
+	debs, err := filepath.Glob(filepath.Join(dir, "*.deb"))
+	if err != nil || len(debs) == 0 {
+		return fmt.Errorf("%s holds no packages: run infra/tools/build-runtime-debs.sh (%v)", dir, err)
+	}
+	arch, err := aptrepo.Arch()
+	if err != nil {
+		return err
+	}
+	key, err := aptrepo.OpenKey(l.aptDir())
+	if err != nil {
+		return err
+	}
+	return aptrepo.WriteDistribution(filepath.Join(l.aptRepoDir(), aptrepo.DistributionDir), arch, distributionSuite, debs, key)
+}
+
+// distributionFiles are a real node's apt sources: the lab's distribution
+// repository at gateway, in place of Debian's mirror, and the key it is
+// signed with.
+func (l *Lab) distributionFiles(gateway string) ([]nodeFile, error) {
+	key, err := os.ReadFile(l.AptKeyringPath())
+	if err != nil {
+		return nil, fmt.Errorf("the lab's apt key: %w", err)
+	}
+	return []nodeFile{
+		{Path: "/etc/apt/sources.list", Mode: 0o644, Content: []byte(aptrepo.DistributionSources(gateway, distributionKeyring))},
+		{Path: distributionKeyring, Mode: 0o644, Content: key},
+	}, nil
+}

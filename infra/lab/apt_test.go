@@ -118,6 +118,9 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 	t.Setenv(EnvNodeBin, filepath.Join(bins, "homelab-node"))
 	for _, packaged := range []bool{false, true} {
 		l := &Lab{Dir: t.TempDir()}
+		if _, err := aptrepo.OpenKey(l.aptDir()); err != nil {
+			t.Fatal(err)
+		}
 		tools, err := l.buildTools("v1.34.4", packaged)
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +131,7 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 				t.Errorf("packaged=%v: /usr/bin/%s in the tools layer: %v", packaged, b, err == nil)
 			}
 		}
-		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemStandIn, "eth0"); err != nil {
+		if _, err := l.newDisk("cp-1", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemStandIn, "eth0", "10.77.0.1"); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {
@@ -139,8 +142,16 @@ func TestPackagedLabNodesStartWithoutKubernetesPackages(t *testing.T) {
 		}
 		// A real node: the same files left to the packages, and its
 		// dpkg database the rootfs's own, never the machine's.
-		if _, err := l.newDisk("gpu-4", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemSystemd, "eth0"); err != nil {
+		if _, err := l.newDisk("gpu-4", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE5zq+k7bS8f5r6c3fYb5uIpH3i3m4n5o6p7q8r9s0t1 lab", packaged, SystemSystemd, "eth0", "10.77.0.1"); err != nil {
 			t.Fatal(err)
+		}
+		// Its apt source is the lab's distribution repository, signed
+		// with the lab's key: Debian's mirror is out of the lab's reach.
+		if p, _ := l.diskPath("gpu-4", "/etc/apt/sources.list"); func() bool {
+			b, err := os.ReadFile(p)
+			return err != nil || string(b) != "deb [signed-by="+distributionKeyring+"] http://10.77.0.1/debian/ /\n"
+		}() {
+			t.Errorf("real, packaged=%v: the node's sources.list is not the lab's distribution repository", packaged)
 		}
 		for _, f := range append(slices.Clone(aptrepo.PackagedImageFiles), wantsDir+"/kubelet.service") {
 			p, _ := l.diskPath("gpu-4", f)

@@ -164,9 +164,10 @@ func (l *Lab) diskExists(node string) bool {
 // node (inventory cluster.packages.manage) is as fresh as a real one
 // before its Kubernetes packages: none of their files, none of them in
 // its dpkg database. A real node (system SystemSystemd) gets the files and
-// units a Debian machine set up for Kubernetes has over the rootfs. It
+// units a Debian machine set up for Kubernetes has over the rootfs, and
+// the lab's distribution repository at gateway as its apt source. It
 // returns the host public key.
-func (l *Lab) newDisk(node, clientKey string, packaged bool, system, iface string) (string, error) {
+func (l *Lab) newDisk(node, clientKey string, packaged bool, system, iface, gateway string) (string, error) {
 	if err := os.RemoveAll(l.diskDir(node)); err != nil {
 		return "", err
 	}
@@ -202,6 +203,11 @@ func (l *Lab) newDisk(node, clientKey string, packaged bool, system, iface strin
 	if system == SystemSystemd {
 		nodeFiles = image.RealFiles()
 		files = append(files, installerNetplan(iface))
+		apt, err := l.distributionFiles(gateway)
+		if err != nil {
+			return "", err
+		}
+		files = append(files, apt...)
 	}
 	for _, f := range nodeFiles {
 		if packaged && slices.Contains(aptrepo.PackagedImageFiles, f.Path) {

@@ -83,7 +83,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if l.diskExists(n.Name) {
 			n.HostKey, err = l.readHostKey(n.Name)
 		} else {
-			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface)
+			n.HostKey, err = l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface, s.Gateway)
 		}
 		if err != nil {
 			return fail(err)
@@ -103,7 +103,7 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 	if err := l.upNetwork(s, fmt.Sprintf("%s/%d", s.Gateway, ones)); err != nil {
 		return fail(err)
 	}
-	if s.Packages {
+	if s.Packages || s.HasSystemd() {
 		if err := l.startAptServer(ctx, s, s.Names().GatewayPath()); err != nil {
 			return fail(err)
 		}
@@ -170,6 +170,9 @@ func (l *Lab) build(s *State, inv *inventory.Inventory) error {
 			return err
 		}
 		if err := l.buildRegistry(inv.Cluster.KubernetesVersion, s.Rootfs); err != nil {
+			return err
+		}
+		if err := l.buildDistributionRepo(); err != nil {
 			return err
 		}
 		if err := l.ensureInotify(s.realNodes() + realNodesElsewhere(l.Dir)); err != nil {

@@ -291,7 +291,7 @@ func (l *Lab) Replace(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		pub, err := l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface)
+		pub, err := l.newDisk(n.Name, clientKey, s.Packages, n.System, n.Interface, s.Gateway)
 		if err != nil {
 			return err
 		}

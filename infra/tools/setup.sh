@@ -64,6 +64,7 @@ step "kubernetes of the upgrade" env KUBE_VERSION=v1.35.4 bash "$here/build-kube
 step "coredns" bash "$here/build-coredns.sh"
 step "coredns of the upgrade" env COREDNS_VERSION=v1.13.1 bash "$here/build-coredns.sh"
 step "the real nodes' Debian root" bash "$here/build-rootfs.sh"
+step "the real nodes' runtime packages" bash "$here/build-runtime-debs.sh"
 step "pause" bash "$here/build-pause.sh"
 start=$SECONDS
 pulumi_dir=$(bash "$here/build-pulumi.sh")

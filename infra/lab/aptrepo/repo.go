@@ -23,6 +23,17 @@ import (
 // (InRelease) and apart (Release.gpg) with key, and the key itself
 // (Release.key). It replaces what dir held.
 func Write(dir, arch, minor string, debs []string, key *Key) error {
+	return write(dir, arch, "Kubernetes "+minor, "kubeadm, kubelet and kubectl "+minor+", built from the lab's binaries", debs, key)
+}
+
+// WriteDistribution makes dir the flat repository the lab's real nodes
+// take for their distribution's (DistributionPath): Debian's own
+// packages, as the machine's apt downloaded them, laid out as Write does.
+func WriteDistribution(dir, arch, suite string, debs []string, key *Key) error {
+	return write(dir, arch, "Debian "+suite, "Debian "+suite+"'s packages the provisioner installs, as Debian built them", debs, key)
+}
+
+func write(dir, arch, label, description string, debs []string, key *Key) error {
 	tmp := dir + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -66,8 +77,8 @@ func Write(dir, arch, minor string, debs []string, key *Key) error {
 		name string
 		data []byte
 	}{{"Packages", index.Bytes()}, {"Packages.gz", gz.Bytes()}}
-	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: Kubernetes %s (emulated homelab)\nDate: %s\nArchitectures: %s\nDescription: kubeadm, kubelet (stand-in) and kubectl %s, built from the lab's binaries\n",
-		minor, time.Now().UTC().Format(time.RFC1123), arch, minor)
+	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: %s (emulated homelab)\nDate: %s\nArchitectures: %s\nDescription: %s\n",
+		label, time.Now().UTC().Format(time.RFC1123), arch, description)
 	md5s, sha256s := "MD5Sum:\n", "SHA256:\n"
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {

@@ -27,20 +27,42 @@ func Repository(host string) string {
 var repoPath = regexp.MustCompile(`^` + regexp.QuoteMeta(PathPrefix) + `(v[0-9]+\.[0-9]+)` + regexp.QuoteMeta(PathSuffix) +
 	`([A-Za-z0-9_+~-][A-Za-z0-9._+~-]*(/[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)?)$`)
 
-// Handler serves root/MINOR/FILE at pkgs.k8s.io's path of it, and nothing
-// else: no listings, no other paths.
+// DistributionPath is where the lab serves its real nodes' distribution
+// repository (WriteDistribution), from root's DistributionDir.
+const (
+	DistributionPath = "/debian/"
+	DistributionDir  = "debian"
+)
+
+// distributionPath is a file of the distribution repository, framed as
+// repoPath frames a minor's.
+var distributionPath = regexp.MustCompile(`^` + regexp.QuoteMeta(DistributionPath) +
+	`([A-Za-z0-9_+~-][A-Za-z0-9._+~-]*(/[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)?)$`)
+
+// DistributionSources is the sources.list line of the distribution
+// repository served at host, signed by the keyring at keyring.
+func DistributionSources(host, keyring string) string {
+	return "deb [signed-by=" + keyring + "] http://" + host + DistributionPath + " /\n"
+}
+
+// Handler serves root/MINOR/FILE at pkgs.k8s.io's path of it, and
+// root/DistributionDir/FILE at DistributionPath, and nothing else: no
+// listings, no other paths.
 func Handler(root string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "read only", http.StatusMethodNotAllowed)
 			return
 		}
-		m := repoPath.FindStringSubmatch(r.URL.Path)
-		if m == nil {
+		var p string
+		if m := repoPath.FindStringSubmatch(r.URL.Path); m != nil {
+			p = filepath.Join(root, m[1], filepath.FromSlash(m[2]))
+		} else if m := distributionPath.FindStringSubmatch(r.URL.Path); m != nil {
+			p = filepath.Join(root, DistributionDir, filepath.FromSlash(m[1]))
+		} else {
 			http.NotFound(w, r)
 			return
 		}
-		p := filepath.Join(root, m[1], filepath.FromSlash(m[2]))
 		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
 			http.NotFound(w, r)
 			return
