@@ -1,6 +1,11 @@
 package inventory
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+
+	"github.com/homelab-dev/homelab/roles/containerd"
+)
 
 // checkContainerRuntime: a managed runtime is containerd, so kubeadm and
 // the kubelet must be told containerd's socket.
@@ -12,4 +17,66 @@ func checkContainerRuntime(ps *problems, inv *Inventory) {
 		ps.errorf("cluster.criSocket", "%q is not containerd's socket, and cluster.containerRuntime.manage: true configures containerd; "+
 			"use %s, or manage: false for another runtime", c.CRISocket, DefaultCRISocket)
 	}
+	checkRuntimePackages(ps, inv)
 }
+
+// debVersion is Debian policy's version syntax: [epoch:]upstream[-revision],
+// the upstream part starting with a digit.
+var debVersion = regexp.MustCompile(`^([0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$`)
+
+// UpstreamVersion is an apt version without its epoch and Debian
+// revision: the release as its authors number it (1.6.20~ds1).
+func UpstreamVersion(v string) string {
+	if i := strings.Index(v, ":"); i >= 0 && !strings.Contains(v[:i], ".") {
+		v = v[i+1:]
+	}
+	if i := strings.LastIndex(v, "-"); i > 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// checkRuntimePackages: the versions to install are apt versions, and the
+// containerd one is a release the declared kubelet runs on and whose
+// configuration up writes (1.x), checked here so nothing is installed
+// that up would then refuse.
+func checkRuntimePackages(ps *problems, inv *Inventory) {
+	rt := inv.Cluster.ContainerRuntime
+	p := rt.Packages
+	if p == nil {
+		return
+	}
+	const path = "cluster.containerRuntime.packages"
+	if !rt.Manage {
+		ps.errorf(path, "installs containerd for up to configure, and cluster.containerRuntime.manage is false: set it to true, or remove packages and install containerd yourself")
+	}
+	valid := true
+	for _, pkg := range []struct{ name, version, example string }{{"containerd", p.Containerd, "1.6.20~ds1-1+deb12u3"}, {"runc", p.Runc, "1.1.5+ds1-1+deb12u1"}} {
+		switch {
+		case pkg.version == "":
+			ps.errorf(path+"."+pkg.name, "is required with packages: the version apt installs and holds, as `apt-cache policy %s` on a node lists it (e.g. %s)", pkg.name, pkg.example)
+			valid = valid && pkg.name != "containerd"
+		case !debVersion.MatchString(pkg.version):
+			ps.errorf(path+"."+pkg.name, "%q is not an apt version: give it as `apt-cache policy %s` on a node lists it (e.g. %s)", pkg.version, pkg.name, pkg.example)
+			valid = valid && pkg.name != "containerd"
+		}
+	}
+	if !valid || !semverish.MatchString(inv.Cluster.KubernetesVersion) {
+		return // said above, or kubernetesVersion's own error
+	}
+	upstream := UpstreamVersion(p.Containerd)
+	v, err := containerd.Supports(upstream, inv.Cluster.KubernetesVersion)
+	switch {
+	case err != nil:
+		ps.errorf(path+".containerd", "%q: %v", p.Containerd, err)
+	case v.Support == containerd.Unsupported:
+		ps.errorf(path+".containerd", "%s: %s", p.Containerd, v.Reason)
+	case !strings.HasPrefix(strings.TrimPrefix(upstream, "v"), "1."):
+		ps.errorf(path+".containerd", "%s is containerd 2.x or later, and homelab writes containerd 1.x's configuration (config version 2) so far: pin a 1.7 or 1.6 release", p.Containerd)
+	case v.Support == containerd.Untested:
+		ps.warnf(path+".containerd", "%s: %s; it runs, but pin a tested release before it is what stops a Kubernetes upgrade", p.Containerd, v.Reason)
+	}
+}
+
+// semverish is a kubernetesVersion worth judging a runtime against.
+var semverish = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+`)

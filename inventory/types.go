@@ -171,6 +171,18 @@ type ContainerRuntime struct {
 	// cannot give a sandbox the OOM score the kubelet asks for, and every
 	// pod fails with "can't get final child's PID from pipe: EOF".
 	RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj,omitempty" yaml:"restrictOOMScoreAdj"`
+	// Packages, when set, makes up install containerd and runc from the
+	// node's own apt sources (the distribution's) at these versions and
+	// hold them there; unset, the node must have containerd already.
+	Packages *RuntimePackages `json:"packages,omitempty" yaml:"packages"`
+}
+
+// RuntimePackages are the apt versions of the runtime's packages: an
+// upstream version (1.6.20~ds1: any revision of it, the newest) or a
+// full one (1.6.20~ds1-1+deb12u3: exactly that).
+type RuntimePackages struct {
+	Containerd string `json:"containerd" yaml:"containerd"`
+	Runc       string `json:"runc" yaml:"runc"`
 }
 
 // Registry sends the nodes' pulls to mirrors, as an air-gapped homelab

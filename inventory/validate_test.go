@@ -237,6 +237,22 @@ func TestBadInventories(t *testing.T) {
 		{name: "mirrored host not a registry", mutate: func(m map[string]any) {
 			at(m, "cluster")["registry"] = map[string]any{"mirrors": map[string]any{"https://ghcr.io": "http://10.0.0.2:5000", "quay.io": "ftp://10.0.0.2"}}
 		}, want: []string{`cluster.registry.mirrors["https://ghcr.io"]`, `cluster.registry.mirrors["quay.io"]`}},
+		{name: "runtime packages without manage", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": false, "packages": map[string]any{"containerd": "1.7.28-1", "runc": "1.1.12-1"}}
+		}, want: []string{"cluster.containerRuntime.packages"}},
+		{name: "runtime packages not apt versions", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "latest", "runc": ""}}
+		}, want: []string{"cluster.containerRuntime.packages.containerd", "cluster.containerRuntime.packages.runc"}},
+		{name: "containerd the kubelet cannot run on", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "1.5.9-ubuntu1", "runc": "1.1.12-1"}}
+		}, want: []string{"cluster.containerRuntime.packages.containerd"}},
+		{name: "containerd 1.x under v1.36", mutate: func(m map[string]any) {
+			at(m, "cluster")["kubernetesVersion"] = "v1.36.0"
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "1.7.28-0ubuntu1~24.04.1", "runc": "1.3.3-0ubuntu1~24.04.2"}}
+		}, want: []string{"cluster.containerRuntime.packages.containerd", "cluster.kubernetesVersion"}},
+		{name: "containerd 2.x, whose configuration up does not write", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "2.1.5-1", "runc": "1.3.3-1"}}
+		}, want: []string{"cluster.containerRuntime.packages.containerd"}},
 		{name: "runtime manage not a bool", mutate: func(m map[string]any) { at(m, "cluster")["containerRuntime"] = map[string]any{"manage": "yes please"} }, want: []string{"cluster.containerRuntime.manage"}},
 		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},
 		{name: "label value", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"tier": "a b"} }, want: []string{`nodes[3].labels["tier"]`}},
@@ -425,6 +441,9 @@ func TestWarnings(t *testing.T) {
 				delete(at(m, "nodes."+i), "gpus")
 			}
 		}, []string{"cluster.gpu.devicePlugin.enabled"}},
+		{"containerd not tested with the minor", func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "1.6.20~ds1-1+deb12u3", "runc": "1.1.5+ds1-1+deb12u1"}}
+		}, []string{"cluster.containerRuntime.packages.containerd"}},
 		{"adverts too fast to be flap-free", func(m map[string]any) { at(m, "cluster.vrrp")["advertIntervalMs"] = 100 }, []string{"cluster.vrrp.advertIntervalMs"}},
 	}
 	for _, tc := range cases {
@@ -440,6 +459,20 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("warned %q, want %q: %v", got, tc.want, warnings)
 			}
 		})
+	}
+}
+
+// An apt version's upstream part: what containerd's matrix is read with.
+func TestUpstreamVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"1.6.20~ds1-1+deb12u3":    "1.6.20~ds1",
+		"1.7.28-0ubuntu1~24.04.1": "1.7.28",
+		"1:2.1.5-1":               "2.1.5",
+		"1.7.28":                  "1.7.28",
+	} {
+		if got := UpstreamVersion(in); got != want {
+			t.Errorf("UpstreamVersion(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

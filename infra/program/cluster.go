@@ -1,6 +1,7 @@
 package program
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"slices"
@@ -120,6 +121,7 @@ type build struct {
 	fileDeps    map[string][]pulumi.Resource
 	keepaliveds []pulumi.Resource
 	runtime     pulumi.Resource // the last node's managed containerd, which the next one's restart waits for
+	runtimePkg  pulumi.Resource // the last node's containerd package, which the next one's install waits for
 	revived     *ControlPlaneRevivalHandle
 	init        *KubeadmInitHandle
 	cpJoins     []pulumi.Resource // every control-plane join, in order
@@ -202,7 +204,12 @@ func (b *build) upgrade() error {
 // intervals.
 func (b *build) controlPlanes() error {
 	for _, n := range b.cps {
-		cp, deps, err := newControlPlane(b.ctx, b.planes[n.Name], b.cfg, b.r, n, b.upgraded, b.keepaliveds)
+		pkg, err := declareRuntimePackages(b.ctx, b.planes[n.Name], b.cfg, n, connection(b.cfg, n), b.planes[n.Name].Host, b.runtimePkg)
+		if err != nil {
+			return err
+		}
+		b.runtimePkg = cmp.Or[pulumi.Resource](pkg, b.runtimePkg)
+		cp, deps, err := newControlPlane(b.ctx, b.planes[n.Name], b.cfg, b.r, n, b.upgraded, pkg, b.keepaliveds)
 		if err != nil {
 			return err
 		}
@@ -352,7 +359,12 @@ func (b *build) controlPlaneJoins() error {
 func (b *build) workers() error {
 	b.joins = slices.Clone(b.cpJoins)
 	for _, n := range b.inv.Workers() {
-		w, err := newWorker(b.ctx, b.workerOf[n.Name], b.cfg, b.r, n, b.upgraded, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join, b.runtime)
+		pkg, err := declareRuntimePackages(b.ctx, b.workerOf[n.Name], b.cfg, n, connection(b.cfg, n), b.workerOf[n.Name].Host, b.runtimePkg)
+		if err != nil {
+			return err
+		}
+		b.runtimePkg = cmp.Or[pulumi.Resource](pkg, b.runtimePkg)
+		w, err := newWorker(b.ctx, b.workerOf[n.Name], b.cfg, b.r, n, b.upgraded, pkg, b.via, peersOf(b.cfg, b.cps, ""), b.planes[b.boot.Name].Join, b.runtime)
 		if err != nil {
 			return err
 		}
@@ -504,11 +516,14 @@ func (b *build) outputs() error {
 // its Host and the upgrade, and keepalived after its Host alone (see
 // early); the caller adds its init or join. It returns the node's files,
 // which kubeadm needs in place first.
-func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
+func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles.Rendered, n inventory.Node, upgraded, runtimePkg pulumi.Resource, after []pulumi.Resource) (*ControlPlane, []pulumi.Resource, error) {
 	conn := connection(cfg, n)
 	ready, err := declareKubernetesPackages(ctx, cp, cfg, n, conn, cp.Host, upgraded)
 	if err != nil {
 		return nil, nil, err
+	}
+	if runtimePkg != nil {
+		ready = append(ready, runtimePkg) // containerd's config.toml over the package's
 	}
 	files := filesOf(r, n.Name)
 	// keepalived's files (and the CA its check verifies the API with) say
@@ -575,12 +590,15 @@ func peersOf(cfg Config, cps []inventory.Node, except string) pulumi.Array {
 	return out
 }
 
-func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n inventory.Node, upgraded pulumi.Resource, via pulumi.Map, peers pulumi.Array, after, prevRuntime pulumi.Resource) (*Worker, error) {
+func newWorker(ctx *pulumi.Context, w *Worker, cfg Config, r *roles.Rendered, n inventory.Node, upgraded, runtimePkg pulumi.Resource, via pulumi.Map, peers pulumi.Array, after, prevRuntime pulumi.Resource) (*Worker, error) {
 	conn := connection(cfg, n)
 	host := w.Host
 	ready, err := declareKubernetesPackages(ctx, w, cfg, n, conn, host, upgraded)
 	if err != nil {
 		return nil, err
+	}
+	if runtimePkg != nil {
+		ready = append(ready, runtimePkg) // containerd's config.toml over the package's
 	}
 	nf, err := declareFiles(ctx, w, conn, n.Name, filesOf(r, n.Name), ready)
 	if err != nil {

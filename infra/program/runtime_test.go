@@ -42,3 +42,44 @@ func TestManagedRuntimeRestartsNodeByNode(t *testing.T) {
 		t.Error("an unmanaged runtime gets a containerd Service")
 	}
 }
+
+// Pinned runtime packages: every node installs runc, then containerd, at
+// the pins and held, one node after another, before containerd's
+// config.toml is written over the package's; the Host no longer judges
+// the containerd the node had before.
+func TestRuntimePackagesNodeByNode(t *testing.T) {
+	m := runMockedWith(t, func(inv *inventory.Inventory) {
+		inv.Cluster.ContainerRuntime.Manage = true
+		inv.Cluster.ContainerRuntime.Packages = &inventory.RuntimePackages{Containerd: "1.7.28", Runc: "1.1.12-1"}
+	})
+	var prev string
+	for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
+		runc, ctrd := m.get(t, pkgToken, n+":runc"), m.get(t, pkgToken, n+":"+containerd.Unit)
+		if in := ctrd.inputs; in["pinnedVersion"].StringValue() != "1.7.28" || !in["anyRevision"].BoolValue() || in["names"].ArrayValue()[0].StringValue() != "containerd" {
+			t.Errorf("%s's containerd package: %v", n, in)
+		}
+		if in := runc.inputs; in["pinnedVersion"].StringValue() != "1.1.12-1" || in["anyRevision"].BoolValue() {
+			t.Errorf("%s's runc package: %v", n, in)
+		}
+		if !dependsOn(runc, "homelab:index:Host", n) || !dependsOn(ctrd, pkgToken, n+":runc") {
+			t.Errorf("%s: runc after the Host %v, containerd after runc %v", n, runc.deps, ctrd.deps)
+		}
+		if prev != "" && !dependsOn(runc, pkgToken, prev+":"+containerd.Unit) {
+			t.Errorf("%s installs beside %s: %v", n, prev, runc.deps)
+		}
+		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !dependsOn(f, pkgToken, n+":"+containerd.Unit) {
+			t.Errorf("%s's config.toml is written before its containerd package: %v", n, f.deps)
+		}
+		if rt := m.get(t, "homelab:index:Host", n).inputs["runtime"].ObjectValue(); rt.HasValue("kubernetesVersion") {
+			t.Errorf("%s's Host judges the containerd it had: %v", n, rt)
+		}
+		prev = n
+	}
+	m = runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.ContainerRuntime.Manage = true })
+	if _, ok := m.all[pkgToken+"/cp-1:runc"]; ok {
+		t.Error("a runtime without pins gets a runc Package")
+	}
+	if rt := m.get(t, "homelab:index:Host", "cp-1").inputs["runtime"].ObjectValue(); rt["kubernetesVersion"].StringValue() != "v1.34.4" {
+		t.Errorf("the Host does not judge the node's own containerd: %v", rt)
+	}
+}
