@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -65,8 +66,30 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 		}
 	}
 
-	s := e.open(ctx, e.invPath)
+	// A node without a runtime: w1's containerd and runc purged, as on a
+	// machine where none was installed. The inventory pins both at the
+	// versions solo runs (Debian 12's), and up installs them on w1 from
+	// its apt source (the lab's copy of Debian's mirror), holds them on
+	// both nodes, and writes config.toml over the package's.
+	pins := strings.Fields(e.node(ctx, "solo", `dpkg-query -W -f='${Version}\n' containerd runc`))
+	if len(pins) != 2 {
+		t.Fatalf("solo's containerd and runc versions: %q", pins)
+	}
+	e.node(ctx, "w1", "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q containerd runc >/dev/null && ! command -v containerd")
+	s := e.open(ctx, e.inventory("pinned", func(inv string) string { return pinRuntime(inv, pins[0], pins[1]) }))
+	start := time.Now()
 	e.up(ctx, s)
+	t.Logf("figures: up installing w1's runtime: %s", time.Since(start).Round(100*time.Millisecond))
+	for _, n := range []string{"solo", "w1"} {
+		want := fmt.Sprintf("containerd %s\nruntime %s\nheld containerd runc", pins[0], pins[1])
+		got := e.node(ctx, n, `echo "containerd $(dpkg-query -W -f='${Version}' containerd)"; echo "runtime $(dpkg-query -W -f='${Version}' runc)"; echo "held $(apt-mark showhold containerd runc | sort | tr '\n' ' ')"`)
+		if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
+			t.Errorf("%s's runtime packages: %q, want %q", n, got, want)
+		}
+	}
+	if out := e.node(ctx, "w1", "systemctl is-active containerd; grep -c 'SystemdCgroup = true' "+config); strings.Fields(out)[0] != "active" || strings.Fields(out)[1] == "0" {
+		t.Errorf("w1's installed containerd: %q", out)
+	}
 	e.verify(ctx, s)
 	// The inventory's mirror (the lab's registry) is where up sent every
 	// pull, Docker Hub's included, which the lab itself does not mirror.
@@ -90,8 +113,9 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if !causesMention(rep, "w1", "1.6.39") {
 		t.Errorf("doctor does not say which containerd is tested with v1.34: %v", rep.Causes)
 	}
-	if !strings.Contains(e.log.String(), "w1: containerd tests Kubernetes v1.34 with") {
-		t.Errorf("up did not warn about w1's containerd 1.6.20 under v1.34:\n%s", tail(e.log.String(), 40))
+	// Pinned, the version is judged as the inventory gives it.
+	if !strings.Contains(e.log.String(), "cluster.containerRuntime.packages.containerd") || !strings.Contains(e.log.String(), "containerd tests Kubernetes v1.34 with") {
+		t.Errorf("up did not warn about the pinned containerd 1.6.20 under v1.34:\n%s", tail(e.log.String(), 40))
 	}
 
 	// Docker Hub's mirror file goes too: doctor names the registry that
@@ -124,7 +148,7 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	e.node(ctx, "solo", labKubectl+"delete pod cgroup-probe --wait=true")
 
 	// up repairs it: the file is drift, and containerd restarts on it.
-	start := time.Now()
+	start = time.Now()
 	e.up(ctx, s)
 	t.Logf("figures: up repairing w1's containerd configuration: %s", time.Since(start).Round(100*time.Millisecond))
 	if out := e.node(ctx, "w1", "grep -c 'SystemdCgroup = true' "+config+" || true"); strings.TrimSpace(out) == "0" {
@@ -160,6 +184,17 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 
 // unmanageRuntime leaves containerd's configuration to the user in an
 // inventory/lab.yaml variant.
+// pinRuntime pins the runtime's packages in inventory/lab.yaml's
+// containerRuntime.
+func pinRuntime(inv, containerd, runc string) string {
+	re := regexp.MustCompile(`(containerRuntime:[^\n]*\n)`)
+	out := re.ReplaceAllString(inv, "${1}    packages: {containerd: \""+containerd+"\", runc: \""+runc+"\"}\n")
+	if out == inv {
+		panic("inventory/lab.yaml has no cluster.containerRuntime to pin")
+	}
+	return out
+}
+
 func unmanageRuntime(inv string) string {
 	re := regexp.MustCompile(`(containerRuntime:[^\n]*\n\s+manage: )true`)
 	out := re.ReplaceAllString(inv, "${1}false")
