@@ -2,8 +2,8 @@
 // kubelet needs: runc on the kubelet's cgroup driver, kubeadm's pause
 // image as the sandbox, the drop-in directory imported, registry mirrors
 // read from certs.d. The format follows containerd's major version: 1.x
-// reads config version 2 (what this package writes so far); 2.x reads
-// version 3, with the CRI plugin split in two and renamed.
+// reads config version 2; 2.x reads version 3, with the CRI plugin split
+// in two and renamed.
 //
 // This is the most common way a hand-built kubeadm node breaks: Debian's
 // and Ubuntu's containerd default runc to cgroupfs while kubeadm tells
@@ -91,6 +91,30 @@ type v2 struct {
 	} `toml:"plugins"`
 }
 
+// v3 is containerd 2.x's config version 3: the CRI plugin split into a
+// runtime plugin and an images plugin, the sandbox a pinned image. CNI's
+// directories are left at their defaults (the same as 1.x's): 2.1 renamed
+// bin_dir to bin_dirs, and either spelling would warn on one 2.x.
+type v3 struct {
+	Version int      `toml:"version"`
+	Imports []string `toml:"imports"`
+	Plugins struct {
+		Images struct {
+			PinnedImages struct {
+				Sandbox string `toml:"sandbox"`
+			} `toml:"pinned_images"`
+			Registry registry `toml:"registry"`
+		} `toml:"io.containerd.cri.v1.images"`
+		Runtime struct {
+			RestrictOOMScoreAdj bool `toml:"restrict_oom_score_adj"`
+			Containerd          struct {
+				DefaultRuntimeName string          `toml:"default_runtime_name"`
+				Runtimes           map[string]runc `toml:"runtimes"`
+			} `toml:"containerd"`
+		} `toml:"io.containerd.cri.v1.runtime"`
+	} `toml:"plugins"`
+}
+
 const header = "# Rendered by homelab up (cluster.containerRuntime): runc on the kubelet's\n" +
 	"# cgroup driver, kubeadm's pause image as the sandbox. Drop-ins go to " + ConfD + ".\n"
 
@@ -106,7 +130,6 @@ func Render(c Config) ([]byte, error) {
 		}
 		runtimes[name] = runc{RuntimeType: "io.containerd.runc.v2", Options: runcOptions{SystemdCgroup: c.SystemdCgroup, BinaryName: binary}}
 	}
-	cniDirs := cni{BinDir: "/opt/cni/bin", ConfDir: "/etc/cni/net.d"}
 	imports := []string{ConfD + "/*.toml"}
 	var doc any
 	switch c.Major {
@@ -116,13 +139,18 @@ func Render(c Config) ([]byte, error) {
 		cri := &d.Plugins.CRI
 		cri.SandboxImage, cri.RestrictOOMScoreAdj = c.SandboxImage, c.RestrictOOMScoreAdj
 		cri.Containerd.DefaultRuntimeName, cri.Containerd.Runtimes = "runc", runtimes
-		cri.CNI, cri.Registry.ConfigPath = cniDirs, CertsD
+		cri.CNI, cri.Registry.ConfigPath = cni{BinDir: "/opt/cni/bin", ConfDir: "/etc/cni/net.d"}, CertsD
+		doc = d
+	case 2:
+		var d v3
+		d.Version, d.Imports = 3, imports
+		d.Plugins.Images.PinnedImages.Sandbox, d.Plugins.Images.Registry.ConfigPath = c.SandboxImage, CertsD
+		rt := &d.Plugins.Runtime
+		rt.RestrictOOMScoreAdj = c.RestrictOOMScoreAdj
+		rt.Containerd.DefaultRuntimeName, rt.Containerd.Runtimes = "runc", runtimes
 		doc = d
 	default:
-		// 2.x reads config version 3 (the CRI plugin split into
-		// io.containerd.cri.v1.runtime and .images, the sandbox a pinned
-		// image): rendered once a real containerd 2 checks it here.
-		return nil, fmt.Errorf("containerd %d.x: homelab writes the configuration of containerd 1.x only so far", c.Major)
+		return nil, fmt.Errorf("containerd %d.x: homelab writes the configuration of containerd 1.x and 2.x", c.Major)
 	}
 	var b bytes.Buffer
 	b.WriteString(header)

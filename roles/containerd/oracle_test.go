@@ -120,9 +120,78 @@ func TestContainerd1ReplacesTheCRISectionOnImport(t *testing.T) {
 	}
 }
 
+// realContainerd2 is containerd 2.x built from its Go module
+// (infra/tools/build-containerd.sh, cached).
+func realContainerd2(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-containerd.sh")).Output()
+	if err != nil {
+		toolstest.Missing(t, "containerd 2: infra/tools/build-containerd.sh: "+err.Error())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	bin := filepath.Join(lines[len(lines)-1], "containerd")
+	if v, err := exec.Command(bin, "--version").Output(); err != nil || (!strings.Contains(string(v), " v2.") && !strings.Contains(string(v), " 2.")) {
+		toolstest.Missing(t, "containerd 2.x does not run here: "+string(v))
+	}
+	return bin
+}
+
+// The real containerd 2 reads the rendered config version 3 as the
+// kubelet needs it, as 1.x reads version 2: runc (and the NVIDIA runtime
+// on its binary) on the kubelet's cgroup driver, kubeadm's pause image
+// pinned as the sandbox, mirrors from certs.d, the OOM score restriction,
+// and a drop-in from conf.d imported.
+func TestContainerd2ReadsTheConfig(t *testing.T) {
+	bin := realContainerd2(t)
+	for _, systemd := range []bool{true, false} {
+		data, err := Render(Config{Major: 2, SandboxImage: "registry.k8s.io/pause:3.10.1", SystemdCgroup: systemd, RestrictOOMScoreAdj: true,
+			Runtimes: map[string]string{"nvidia": "/usr/bin/nvidia-container-runtime"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		confD := filepath.Join(dir, "conf.d")
+		os.MkdirAll(confD, 0o755)
+		os.WriteFile(filepath.Join(confD, "50-debug.toml"), []byte("version = 3\n[debug]\n  level = 'debug'\n"), 0o644)
+		cfg := filepath.Join(dir, "config.toml")
+		os.WriteFile(cfg, []byte(strings.ReplaceAll(string(data), ConfD, confD)), 0o644)
+		out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
+		if err != nil {
+			t.Fatalf("containerd 2 refuses the config: %v\n%s\n%s", err, out, data)
+		}
+		var e Effective
+		if err := ParseDump(out, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.SystemdCgroup != systemd || e.Runtime != "runc" || e.SandboxImage != "registry.k8s.io/pause:3.10.1" || e.RegistryConfigPath != CertsD {
+			t.Errorf("systemd %v: containerd 2 reads %+v", systemd, e)
+		}
+		var d struct {
+			Debug   struct{ Level string } `toml:"debug"`
+			Plugins struct {
+				Runtime struct {
+					RestrictOOMScoreAdj bool `toml:"restrict_oom_score_adj"`
+					Containerd          struct {
+						Runtimes map[string]struct {
+							Options map[string]any `toml:"options"`
+						} `toml:"runtimes"`
+					} `toml:"containerd"`
+				} `toml:"io.containerd.cri.v1.runtime"`
+			} `toml:"plugins"`
+		}
+		if _, err := toml.Decode(string(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		nvidia := d.Plugins.Runtime.Containerd.Runtimes["nvidia"].Options
+		if !d.Plugins.Runtime.RestrictOOMScoreAdj || nvidia["BinaryName"] != "/usr/bin/nvidia-container-runtime" || nvidia["SystemdCgroup"] != systemd || d.Debug.Level != "debug" {
+			t.Errorf("systemd %v: restrict_oom_score_adj %v, nvidia %v, the drop-in's debug level %q", systemd, d.Plugins.Runtime.RestrictOOMScoreAdj, nvidia, d.Debug.Level)
+		}
+	}
+}
+
 func TestRenderRefusesWhatItCannotWrite(t *testing.T) {
-	if _, err := Render(Config{Major: 2, SandboxImage: "registry.k8s.io/pause:3.10.1"}); err == nil || !strings.Contains(err.Error(), "2.x") {
-		t.Errorf("containerd 2.x: %v", err)
+	if _, err := Render(Config{Major: 3, SandboxImage: "registry.k8s.io/pause:3.10.1"}); err == nil || !strings.Contains(err.Error(), "3.x") {
+		t.Errorf("containerd 3.x: %v", err)
 	}
 	if _, err := Render(Config{Major: 1, SandboxImage: "registry.k8s.io/pause:3.10.1", Runtimes: map[string]string{"runc": "/usr/bin/other"}}); err == nil {
 		t.Error("a second runc rendered")
