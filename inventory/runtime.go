@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/homelab-dev/homelab/roles/containerd"
@@ -71,11 +72,26 @@ func checkRuntimePackages(ps *problems, inv *Inventory) {
 		ps.errorf(path+".containerd", "%q: %v", p.Containerd, err)
 	case v.Support == containerd.Unsupported:
 		ps.errorf(path+".containerd", "%s: %s", p.Containerd, v.Reason)
-	case !strings.HasPrefix(strings.TrimPrefix(upstream, "v"), "1."):
-		ps.errorf(path+".containerd", "%s is containerd 2.x or later, and homelab writes containerd 1.x's configuration (config version 2) so far: pin a 1.7 or 1.6 release", p.Containerd)
+	case rt.ContainerdMajor() > 2:
+		ps.errorf(path+".containerd", "%s is containerd %d.x, and homelab writes the configuration of containerd 1.x and 2.x: pin a 2.x release", p.Containerd, rt.ContainerdMajor())
 	case v.Support == containerd.Untested:
 		ps.warnf(path+".containerd", "%s: %s; it runs, but pin a tested release before it is what stops a Kubernetes upgrade", p.Containerd, v.Reason)
 	}
+}
+
+// ContainerdMajor is the major version of the containerd up configures:
+// the pinned one's, else 1, the distributions' containerd (the Host
+// refuses a node running another).
+func (rt ContainerRuntime) ContainerdMajor() int {
+	if rt.Packages == nil {
+		return 1
+	}
+	major, _, _ := strings.Cut(strings.TrimPrefix(UpstreamVersion(rt.Packages.Containerd), "v"), ".")
+	n, err := strconv.Atoi(major)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // semverish is a kubernetesVersion worth judging a runtime against.

@@ -250,8 +250,8 @@ func TestBadInventories(t *testing.T) {
 			at(m, "cluster")["kubernetesVersion"] = "v1.36.0"
 			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "1.7.28-0ubuntu1~24.04.1", "runc": "1.3.3-0ubuntu1~24.04.2"}}
 		}, want: []string{"cluster.containerRuntime.packages.containerd", "cluster.kubernetesVersion"}},
-		{name: "containerd 2.x, whose configuration up does not write", mutate: func(m map[string]any) {
-			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "2.1.5-1", "runc": "1.3.3-1"}}
+		{name: "containerd 3.x, whose configuration up does not write", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "3.0.0-1", "runc": "1.3.3-1"}}
 		}, want: []string{"cluster.containerRuntime.packages.containerd"}},
 		{name: "runtime manage not a bool", mutate: func(m map[string]any) { at(m, "cluster")["containerRuntime"] = map[string]any{"manage": "yes please"} }, want: []string{"cluster.containerRuntime.manage"}},
 		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},

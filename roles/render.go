@@ -228,11 +228,12 @@ func clusterFiles(inv *inventory.Inventory, values []byte) ([]file.File, error) 
 // runtimeConfig is n's containerd configuration when up manages it: the
 // kubelet's cgroup driver and kubeadm's pause image, and on an NVIDIA
 // node the NVIDIA runtime in the same file (containerd 1.x would let a
-// drop-in's CRI section replace this one's). It is containerd 1.x's, the
-// distributions' containerd: Host refuses a node running another major.
+// drop-in's CRI section replace this one's). Its format is that of the
+// containerd up installs (cluster.containerRuntime.packages), else 1.x's,
+// the distributions' containerd: Host refuses a node running another major.
 func runtimeConfig(inv *inventory.Inventory, n inventory.Node) ([]byte, error) {
 	c := containerd.Config{
-		Major:               1,
+		Major:               inv.Cluster.ContainerRuntime.ContainerdMajor(),
 		SandboxImage:        kubeadm.PauseImage(inv.Cluster.KubernetesVersion),
 		SystemdCgroup:       kubeadm.CgroupDriver == "systemd",
 		RestrictOOMScoreAdj: inv.Cluster.ContainerRuntime.RestrictOOMScoreAdj,

@@ -219,18 +219,15 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 	}
 	// containerd is checked against the kubelet before kubeadm runs; a
 	// runtime on another socket (CRI-O) is the user's to check.
-	if c := cfg.Inventory.Cluster; c.CRISocket == inventory.DefaultCRISocket {
-		runtime := pulumi.Map{
-			"manage":       pulumi.Bool(c.ContainerRuntime.Manage),
-			"cgroupDriver": pulumi.String(kubeadm.CgroupDriver),
-			"sandboxImage": pulumi.String(kubeadm.PauseImage(c.KubernetesVersion)),
+	// A containerd up installs is judged as the inventory pins it
+	// (inventory.checkRuntimePackages), not as the node has it now.
+	if c := cfg.Inventory.Cluster; c.CRISocket == inventory.DefaultCRISocket && c.ContainerRuntime.Packages == nil {
+		args["runtime"] = pulumi.Map{
+			"manage":            pulumi.Bool(c.ContainerRuntime.Manage),
+			"cgroupDriver":      pulumi.String(kubeadm.CgroupDriver),
+			"sandboxImage":      pulumi.String(kubeadm.PauseImage(c.KubernetesVersion)),
+			"kubernetesVersion": pulumi.String(c.KubernetesVersion),
 		}
-		// A containerd up installs is judged as the inventory pins it
-		// (inventory.checkRuntimePackages), not as the node has it now.
-		if c.ContainerRuntime.Packages == nil {
-			runtime["kubernetesVersion"] = pulumi.String(c.KubernetesVersion)
-		}
-		args["runtime"] = runtime
 	}
 	return register(ctx, "Host", n.Name, args, &HostHandle{}, pulumi.Parent(parent))
 }

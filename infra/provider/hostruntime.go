@@ -51,8 +51,9 @@ func (st HostState) runtimeProblems() []string {
 	}
 	if want.Manage {
 		if major, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(v, ".", 2)[0], "v")); err == nil && major >= 2 {
-			return []string{fmt.Sprintf("runs containerd %s, and homelab writes containerd 1.x's configuration (config version 2) so far: "+
-				"install the distribution's containerd (1.6 or 1.7), or set cluster.containerRuntime.manage: false and configure it yourself", v)}
+			return []string{fmt.Sprintf("runs containerd %s, and homelab writes containerd 1.x's configuration (config version 2) for a containerd it did not install: "+
+				"pin it in cluster.containerRuntime.packages (up then installs and configures that release), install the distribution's containerd (1.6 or 1.7), "+
+				"or set cluster.containerRuntime.manage: false and configure it yourself", v)}
 		}
 		return nil
 	}
