@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,18 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 		t.Errorf("up did not warn about the pinned containerd 1.6.20 under v1.34:\n%s", tail(e.log.String(), 40))
 	}
 
+	// A changed runtime configuration (restrictOOMScoreAdj turned off,
+	// then on again: every node's config.toml changes twice) restarts
+	// containerd one node at a time, the control-plane node first, and
+	// the API answers through the endpoint throughout: containers
+	// outlive containerd's restarts.
+	off := e.open(ctx, e.inventory("oom-unrestricted", func(inv string) string {
+		return pinRuntime(strings.Replace(inv, "restrictOOMScoreAdj: true", "restrictOOMScoreAdj: false", 1), pins[0], pins[1])
+	}))
+	for _, step := range []*Stack{off, s} {
+		e.rollingRestart(ctx, step, []string{"solo", "w1"})
+	}
+
 	// Docker Hub's mirror file goes too: doctor names the registry that
 	// no longer goes to its mirror.
 	e.node(ctx, "w1", "sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "+config+" && rm "+containerd.HostsPath("docker.io")+" && systemctl restart containerd")
@@ -184,6 +197,47 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 
 // unmanageRuntime leaves containerd's configuration to the user in an
 // inventory/lab.yaml variant.
+// rollingRestart runs an up that changes every node's containerd
+// configuration, with the API watched through the endpoint, and checks
+// that each node's containerd restarted, in the order of nodes, and that
+// no probe failed.
+func (e *e2e) rollingRestart(ctx context.Context, s *Stack, nodes []string) {
+	t := e.t
+	started := func() map[string]string {
+		m := map[string]string{}
+		for _, n := range nodes {
+			m[n] = strings.TrimSpace(e.node(ctx, n, "systemctl show -p ActiveEnterTimestampMonotonic --value containerd"))
+		}
+		return m
+	}
+	before := started()
+	e.mutating()
+	w := e.watch(ctx, s.Bundle, s.Inv.EndpointHost(), []string{"https://" + s.Inv.EndpointHost() + ":2379"})
+	start := time.Now()
+	e.up(ctx, s)
+	w.end()
+	t.Logf("figures: up restarting containerd node by node: %s; %s", time.Since(start).Round(100*time.Millisecond), w)
+	if w.apiFail > 0 || w.etcdFail > 0 {
+		t.Errorf("the API or etcd failed while containerd restarted: %s", w)
+	}
+	var order []string
+	for _, l := range e.mutating() {
+		node, cmd, _ := strings.Cut(l, ": ")
+		if strings.Contains(cmd, "systemctl restart") && strings.Contains(cmd, "containerd") && !slices.Contains(order, node) {
+			order = append(order, node)
+		}
+	}
+	if !slices.Equal(order, nodes) {
+		t.Errorf("containerd restarted on %v, want %v in that order", order, nodes)
+	}
+	after := started()
+	for _, n := range nodes {
+		if after[n] == before[n] {
+			t.Errorf("%s's containerd did not restart on its changed configuration (started at %s)", n, after[n])
+		}
+	}
+}
+
 // pinRuntime pins the runtime's packages in inventory/lab.yaml's
 // containerRuntime.
 func pinRuntime(inv, containerd, runc string) string {
