@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,16 +17,23 @@ import (
 // realContainerd1 is Debian 12's containerd 1.6 from the real lab nodes'
 // root filesystem (infra/tools/build-rootfs.sh, cached).
 func realContainerd1(t *testing.T) string {
+	return builtContainerd(t, "rootfs", "usr/bin/containerd", " 1.")
+}
+
+// builtContainerd is the containerd at rel under the directory
+// infra/tools/build-NAME.sh (cached) prints, once its --version holds
+// each of want (any one of them).
+func builtContainerd(t *testing.T, name, rel string, want ...string) string {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-rootfs.sh"))
-	out, err := cmd.Output()
+	out, err := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-"+name+".sh")).Output()
 	if err != nil {
-		toolstest.Missing(t, "the real nodes' root filesystem: infra/tools/build-rootfs.sh: "+err.Error())
+		toolstest.Missing(t, "containerd: infra/tools/build-"+name+".sh: "+err.Error())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := filepath.Join(lines[len(lines)-1], "usr", "bin", "containerd")
-	if v, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(v), " 1.") {
-		toolstest.Missing(t, "containerd 1.x from the root filesystem does not run here: "+string(v))
+	bin := filepath.Join(lines[len(lines)-1], rel)
+	v, err := exec.Command(bin, "--version").Output()
+	if err != nil || !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(string(v), w) }) {
+		toolstest.Missing(t, "containerd from build-"+name+".sh does not run here, or is not "+strings.Join(want, " or ")+": "+string(v))
 	}
 	return bin
 }
@@ -123,17 +131,7 @@ func TestContainerd1ReplacesTheCRISectionOnImport(t *testing.T) {
 // realContainerd2 is containerd 2.x built from its Go module
 // (infra/tools/build-containerd.sh, cached).
 func realContainerd2(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-containerd.sh")).Output()
-	if err != nil {
-		toolstest.Missing(t, "containerd 2: infra/tools/build-containerd.sh: "+err.Error())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := filepath.Join(lines[len(lines)-1], "containerd")
-	if v, err := exec.Command(bin, "--version").Output(); err != nil || (!strings.Contains(string(v), " v2.") && !strings.Contains(string(v), " 2.")) {
-		toolstest.Missing(t, "containerd 2.x does not run here: "+string(v))
-	}
-	return bin
+	return builtContainerd(t, "containerd", "containerd", " v2.", " 2.")
 }
 
 // The real containerd 2 reads the rendered config version 3 as the
