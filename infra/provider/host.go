@@ -16,6 +16,7 @@ import (
 
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
 	"github.com/homelab-dev/homelab/roles/pki"
 )
@@ -80,10 +81,12 @@ type HostState struct {
 	JoinedAs string `pulumi:"joinedAs,optional"`
 	// RuntimeCgroupDriver and RuntimeSandboxImage are what containerd
 	// runs with (its config dump), read when the user configures it;
-	// RuntimeError why the dump failed.
+	// RuntimeError why the dump failed; RuntimeDown why containerd did
+	// not answer on its socket, when it did not.
 	RuntimeCgroupDriver string `pulumi:"runtimeCgroupDriver,optional"`
 	RuntimeSandboxImage string `pulumi:"runtimeSandboxImage,optional"`
 	RuntimeError        string `pulumi:"runtimeError,optional"`
+	RuntimeDown         string `pulumi:"runtimeDown,optional"`
 }
 
 func (h *Host) Annotate(a infer.Annotator) {
@@ -96,8 +99,10 @@ type factsArgs struct {
 	CA, KubeletCert, KubeletConf string
 	Versions                     versionsArgs
 	Requires                     []string
-	// RuntimeDump asks for containerd's effective configuration.
-	RuntimeDump bool
+	// RuntimeDump asks for containerd's effective configuration, and
+	// whether it answers on RuntimeSocket.
+	RuntimeDump   bool
+	RuntimeSocket string
 }
 
 // factsAt reads the CA, the kubelet's client certificate and kubelet.conf
@@ -181,6 +186,7 @@ func factsOf(ctx context.Context, c ssh.Executor, in HostArgs, prev HostState) (
 	facts := nodeFacts
 	facts.Versions, facts.Requires = versionsAfter(prev), in.Requires
 	facts.RuntimeDump = in.Runtime != nil && !in.Runtime.Manage
+	facts.RuntimeSocket = strings.TrimPrefix(containerd.Socket, "unix://")
 	out, _, err := query(ctx, c, facts.Script())
 	if err != nil {
 		return st, fmt.Errorf("%s: reading facts: %w", in.Connection.Node, err)

@@ -17,6 +17,8 @@ func (st *HostState) parseRuntime(out string) {
 		switch k {
 		case "runtime.error":
 			st.RuntimeError = strings.TrimSpace(v)
+		case "runtime.down":
+			st.RuntimeDown = strings.TrimSpace(v)
 		case "runtime.dump":
 			data, err := base64.StdEncoding.DecodeString(v)
 			var eff containerd.Effective
@@ -60,6 +62,10 @@ func (st HostState) runtimeProblems() []string {
 	if st.RuntimeError != "" {
 		return []string{fmt.Sprintf("has a containerd that cannot load its configuration (%s): fix %s (`containerd config dump` on the node shows the error), "+
 			"or set cluster.containerRuntime.manage: true and let up write it", st.RuntimeError, containerd.ConfigPath)}
+	}
+	if st.RuntimeDown != "" {
+		return []string{fmt.Sprintf("has a containerd that does not answer on %s (%s): start it (`systemctl enable --now containerd`; its journal says why it stops), "+
+			"or set cluster.containerRuntime.manage: true and let up configure and start it", containerd.Socket, st.RuntimeDown)}
 	}
 	if st.RuntimeCgroupDriver != "" && st.RuntimeCgroupDriver != want.CgroupDriver {
 		return []string{fmt.Sprintf("runs containerd's runc on the %s cgroup driver, and the kubelet is given %s: set SystemdCgroup = %t in the runc options of %s and restart containerd, "+

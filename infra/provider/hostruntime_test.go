@@ -41,6 +41,8 @@ func TestHostRuntimeProblems(t *testing.T) {
 		{name: "user's on cgroupfs", want: user, version: "1.7.28", facts: dump(false), refused: []string{"cgroupfs", "SystemdCgroup = true", containerd.ConfigPath, "manage: true"}},
 		{name: "user's unloadable", want: user, version: "1.7.28", facts: "runtime.error=containerd: failed to load TOML: near line 3\n", refused: []string{"failed to load TOML", "config dump"}},
 		{name: "not checked", version: "1.7.28", facts: dump(false)},
+		{name: "user's not answering", want: user, version: "1.7.28", facts: dump(true) + "runtime.down=ctr: failed to dial \"/run/containerd/containerd.sock\": connection refused\n",
+			refused: []string{"does not answer", "connection refused", "systemctl enable --now containerd", "manage: true"}},
 		{name: "managed 1.x under v1.36", want: v136(managed), version: "1.7.28", refused: []string{"1.7.28", "v1.36.0", "containerd 2.x"}},
 		{name: "user's 1.x under v1.36", want: v136(user), version: "1.7.28", facts: dump(true), refused: []string{"cluster.kubernetesVersion", "containerd 2.x"}},
 		{name: "too old for CRI v1", want: managed, version: "1.5.9", refused: []string{"1.5.9", "CRI v1"}},

@@ -51,6 +51,7 @@ func (h *HostState) Annotate(a infer.Annotator) {
 	a.Describe(&h.RuntimeCgroupDriver, "The cgroup driver containerd's runc runs with, read live when the user configures containerd.")
 	a.Describe(&h.RuntimeSandboxImage, "The sandbox image containerd runs with, read live when the user configures containerd.")
 	a.Describe(&h.RuntimeError, "Why containerd's configuration could not be read, when it could not.")
+	a.Describe(&h.RuntimeDown, "Why containerd did not answer on its socket (ctr version), when it did not.")
 }
 
 func (f *FileArgs) Annotate(a infer.Annotator) {

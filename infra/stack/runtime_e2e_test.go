@@ -56,11 +56,19 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	// Left to the user (manage: false), that containerd is refused before
 	// kubeadm runs, naming the node, the file and the fix; nothing is
 	// written to the nodes.
+	// solo's containerd is stopped: one that does not answer on its
+	// socket is refused too, naming the node and how to start it.
+	e.node(ctx, "solo", "systemctl stop containerd")
 	unmanaged := e.open(ctx, e.inventory("unmanaged", unmanageRuntime))
-	if _, err := unmanaged.Up(ctx, true); err == nil || !strings.Contains(err.Error(), "w1") || !strings.Contains(err.Error(), "cgroupfs") ||
+	_, err := unmanaged.Up(ctx, true)
+	if err == nil || !strings.Contains(err.Error(), "w1") || !strings.Contains(err.Error(), "cgroupfs") ||
 		!strings.Contains(err.Error(), "SystemdCgroup = true") || !strings.Contains(err.Error(), "cluster.containerRuntime.manage: true") {
 		t.Errorf("up with Debian's containerd left to the user: %v", err)
 	}
+	if err == nil || !strings.Contains(err.Error(), "solo") || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(err.Error(), "systemctl enable --now containerd") {
+		t.Errorf("up with solo's containerd stopped: %v", err)
+	}
+	e.node(ctx, "solo", "systemctl start containerd")
 	for _, n := range []string{"solo", "w1"} {
 		if out := e.node(ctx, n, "ls /etc/kubernetes/kubeadm 2>/dev/null | wc -l; grep -c SystemdCgroup "+config+" || true"); strings.Fields(out)[0] != "0" || strings.Fields(out)[1] != "0" {
 			t.Errorf("%s was written to by the refused up: %q", n, out)

@@ -13,7 +13,8 @@ set -eu
 # when .KubeletConf is there. Then host/versions (.Versions), and
 # "missing=NAME" for each of .Requires not in PATH. With .RuntimeDump,
 # containerd's effective configuration, base64 ("runtime.dump="), or why
-# it cannot be read ("runtime.error=").
+# it cannot be read ("runtime.error="), and why the running containerd
+# does not answer on its socket ("runtime.down="), asked with its own ctr.
 read -r h </proc/sys/kernel/hostname
 echo "hostname=$h"
 read -r k </proc/sys/kernel/osrelease

@@ -13,7 +13,8 @@ set -eu
 # when .KubeletConf is there. Then host/versions (.Versions), and
 # "missing=NAME" for each of .Requires not in PATH. With .RuntimeDump,
 # containerd's effective configuration, base64 ("runtime.dump="), or why
-# it cannot be read ("runtime.error=").
+# it cannot be read ("runtime.error="), and why the running containerd
+# does not answer on its socket ("runtime.down="), asked with its own ctr.
 read -r h </proc/sys/kernel/hostname
 echo "hostname=$h"
 read -r k </proc/sys/kernel/osrelease
@@ -122,4 +123,7 @@ if dump=$(containerd config dump 2>&1); then
 	echo "runtime.dump=$(printf '%s' "$dump" | base64 -w 0)"
 else
 	echo "runtime.error=$(printf '%s' "$dump" | tail -n 1)"
+fi
+if command -v ctr >/dev/null && ! down=$(ctr --address '' --timeout 5s version 2>&1); then
+	echo "runtime.down=$(printf '%s' "$down" | tail -n 1)"
 fi
