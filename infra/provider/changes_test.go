@@ -203,6 +203,12 @@ func TestJoinChanges(t *testing.T) {
 	}
 }
 
+// withRuntime is in expecting containerd on driver under Kubernetes version.
+func withRuntime(in HostArgs, driver, version string) HostArgs {
+	in.Runtime = &RuntimeExpect{Manage: true, CgroupDriver: driver, SandboxImage: "registry.k8s.io/pause:3.10.1", KubernetesVersion: version}
+	return in
+}
+
 func TestHostChanges(t *testing.T) {
 	in := HostArgs{Connection: conn1, Address: "10.0.0.11", MAC: "52:54:00:00:00:11", Requires: []string{"kubeadm"}}
 	live := HostState{HostArgs: in, Addresses: []string{"10.0.0.11"}, MACs: []string{"52:54:00:00:00:11"}, HostKey: "SHA256:a", ConvergedHostKey: "SHA256:a"}
@@ -221,6 +227,11 @@ func TestHostChanges(t *testing.T) {
 		{"a replaced machine's key accepted", in, with(func(s *HostState) { s.HostKey = "SHA256:b" }), map[string]p.DiffKind{"hostKey": upd}},
 		{"kubeadm missing", in, with(func(s *HostState) { s.Missing = []string{"kubeadm"} }), map[string]p.DiffKind{"requires": upd}},
 		{"a new key", HostArgs{Connection: rekeyed, Address: in.Address, MAC: in.MAC, Requires: in.Requires}, live, map[string]p.DiffKind{"connection": upd}},
+		// A version bump alone re-reads no node: the upgrade handles the
+		// nodes it cannot reach (--upgrade-without), a Host update would
+		// fail on them first.
+		{"another Kubernetes version", withRuntime(in, "systemd", "v1.35.4"), with(func(s *HostState) { s.Runtime = withRuntime(in, "systemd", "v1.34.4").Runtime }), nil},
+		{"another cgroup driver", withRuntime(in, "cgroupfs", "v1.34.4"), with(func(s *HostState) { s.Runtime = withRuntime(in, "systemd", "v1.34.4").Runtime }), map[string]p.DiffKind{"runtime": upd}},
 	} {
 		d, err := hostChanges(tc.in, tc.st)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -365,7 +364,7 @@ func hostChanges(in HostArgs, st HostState) (changeSet, error) {
 	if in.Connection != st.Connection {
 		d.update("connection")
 	}
-	if !reflect.DeepEqual(in.Runtime, st.Runtime) {
+	if !sameRuntimeExpect(in.Runtime, st.Runtime) {
 		d.update("runtime")
 	}
 	if st.ConvergedHostKey != "" && st.HostKey != st.ConvergedHostKey {
@@ -380,6 +379,20 @@ func hostChanges(in HostArgs, st HostState) (changeSet, error) {
 		return nil, wrongMachine(in.Connection.Node, problems)
 	}
 	return d, nil
+}
+
+// sameRuntimeExpect compares what containerd must agree with, leaving out
+// the Kubernetes version: a version bump alone must not re-read every
+// node before the upgrade, which itself handles nodes it cannot reach
+// (--upgrade-without); a node is judged against the version it was
+// created or last updated with.
+func sameRuntimeExpect(a, b *RuntimeExpect) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.KubernetesVersion, y.KubernetesVersion = "", ""
+	return x == y
 }
 
 func (Host) Diff(ctx context.Context, req infer.DiffRequest[HostArgs, HostState]) (infer.DiffResponse, error) {
