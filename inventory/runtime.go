@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/homelab-dev/homelab/roles/containerd"
@@ -86,8 +85,7 @@ func (rt ContainerRuntime) ContainerdMajor() int {
 	if rt.Packages == nil {
 		return 1
 	}
-	major, _, _ := strings.Cut(strings.TrimPrefix(UpstreamVersion(rt.Packages.Containerd), "v"), ".")
-	n, err := strconv.Atoi(major)
+	n, err := containerd.Major(UpstreamVersion(rt.Packages.Containerd))
 	if err != nil || n < 1 {
 		return 1
 	}

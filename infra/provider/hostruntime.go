@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/homelab-dev/homelab/roles/containerd"
@@ -52,7 +51,7 @@ func (st HostState) runtimeProblems() []string {
 		return []string{fmt.Sprintf("runs containerd %s, which cluster.kubernetesVersion %s cannot run on: %s (or declare a Kubernetes version it runs)", v, want.KubernetesVersion, verdict.Reason)}
 	}
 	if want.Manage {
-		if major, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(v, ".", 2)[0], "v")); err == nil && major >= 2 {
+		if major, err := containerd.Major(v); err == nil && major >= 2 {
 			return []string{fmt.Sprintf("runs containerd %s, and homelab writes containerd 1.x's configuration (config version 2) for a containerd it did not install: "+
 				"pin it in cluster.containerRuntime.packages (up then installs and configures that release), install the distribution's containerd (1.6 or 1.7), "+
 				"or set cluster.containerRuntime.manage: false and configure it yourself", v)}

@@ -34,11 +34,22 @@ func ParseVersion(out string) (version string, major int, err error) {
 		return "", 0, fmt.Errorf("containerd --version: unexpected %q", strings.TrimSpace(out))
 	}
 	version = f[2]
-	m, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	if major, err = strconv.Atoi(m); err != nil {
-		return "", 0, fmt.Errorf("containerd --version: version %q", version)
+	if major, err = Major(version); err != nil {
+		return "", 0, fmt.Errorf("containerd --version: %w", err)
 	}
 	return version, major, nil
+}
+
+// Major is the major of a containerd release as its builders write it
+// (1.6.20~ds1, v2.1.4, 2.2.9+unknown): the one fact that decides the
+// configuration's format.
+func Major(version string) (int, error) {
+	m, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	major, err := strconv.Atoi(m)
+	if err != nil {
+		return 0, fmt.Errorf("version %q has no major", version)
+	}
+	return major, nil
 }
 
 type dumpRegistry struct {

@@ -99,3 +99,18 @@ func TestParseDumpVersion3(t *testing.T) {
 		}
 	}
 }
+
+// Major reads every way builders number containerd, and refuses what is
+// no version.
+func TestMajor(t *testing.T) {
+	for in, want := range map[string]int{"1.6.20~ds1": 1, "v2.1.4": 2, "2.2.9+unknown": 2, "1.7.28": 1} {
+		if got, err := Major(in); err != nil || got != want {
+			t.Errorf("Major(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "latest", "v"} {
+		if _, err := Major(bad); err == nil {
+			t.Errorf("Major(%q): no error", bad)
+		}
+	}
+}
