@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/homelab-dev/homelab/infra/scripts"
+	"github.com/homelab-dev/homelab/infra/scripts/nodeprobes"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/nodefacts"
@@ -121,12 +122,8 @@ var versionTools = []string{"kubeadm", "kubelet", "keepalived", "containerd"}
 // versionsArgs are host/versions' values.
 type versionsArgs struct {
 	Tools []string
-	Known []knownVersion
+	Known []nodeprobes.KnownVersion
 }
-
-// knownVersion is a tool's version an earlier read found, with the stamp
-// of the file it ran.
-type knownVersion struct{ Tool, Stamp, Version string }
 
 // versionsAfter reads the versions of versionTools, knowing those prev
 // read with their stamps: a tool whose stamp is still prev's is not run.
@@ -134,7 +131,7 @@ func versionsAfter(prev HostState) versionsArgs {
 	a := versionsArgs{Tools: versionTools}
 	for _, t := range versionTools {
 		if stamp, version := prev.Stamps[t], prev.Versions[t]; stamp != "" && version != "" {
-			a.Known = append(a.Known, knownVersion{t, stamp, version})
+			a.Known = append(a.Known, nodeprobes.KnownVersion{Tool: t, Stamp: stamp, Version: version})
 		}
 	}
 	return a
@@ -211,6 +208,14 @@ func (st *HostState) parseFacts(out string) {
 		if !ok {
 			continue
 		}
+		if tool, stamp, ok := nodefacts.ToolFact(k); ok {
+			if stamp {
+				st.Stamps[tool] = v
+			} else {
+				st.Versions[tool] = v
+			}
+			continue
+		}
 		switch {
 		case k == "hostname":
 			st.Hostname = v
@@ -226,10 +231,6 @@ func (st *HostState) parseFacts(out string) {
 			st.GPUs = append(st.GPUs, v)
 		case k == "missing":
 			st.Missing = append(st.Missing, v)
-		case strings.HasPrefix(k, "version."):
-			st.Versions[strings.TrimPrefix(k, "version.")] = v
-		case strings.HasPrefix(k, "stamp."):
-			st.Stamps[strings.TrimPrefix(k, "stamp.")] = v
 		}
 	}
 	sort.Strings(st.MACs)

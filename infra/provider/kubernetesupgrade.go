@@ -61,7 +61,11 @@ type NodeVersions struct {
 	ControlPlane string `pulumi:"controlPlane,optional"`
 	Kubelet      string `pulumi:"kubelet,optional"`
 	KubeletStamp string `pulumi:"kubeletStamp,optional"`
-	Joined       bool   `pulumi:"joined"`
+	// Containerd decides whether the target's kubelet can run on the
+	// node (containerd.Supports).
+	Containerd      string `pulumi:"containerd,optional"`
+	ContainerdStamp string `pulumi:"containerdStamp,optional"`
+	Joined          bool   `pulumi:"joined"`
 	// CgroupV1 without KubeletAllowsCgroupV1 stops an upgrade to v1.35.
 	CgroupV1              bool `pulumi:"cgroupV1,optional"`
 	KubeletAllowsCgroupV1 bool `pulumi:"kubeletAllowsCgroupV1,optional"`
@@ -95,6 +99,8 @@ func (v *NodeVersions) Annotate(a infer.Annotator) {
 	a.Describe(&v.ControlPlane, "The oldest version among the node's control-plane manifests (control-plane nodes).")
 	a.Describe(&v.Kubelet, "The node's kubelet version.")
 	a.Describe(&v.KubeletStamp, "The file the kubelet's version was read from: path, inode, size, change and modification times. A refresh runs the kubelet for its version only when this changed.")
+	a.Describe(&v.Containerd, "The node's containerd version, as containerd prints it.")
+	a.Describe(&v.ContainerdStamp, "The file containerd's version was read from, as kubeletStamp.")
 	a.Describe(&v.Joined, "Whether the node is a member of the cluster (its kubeadm init or join completed).")
 	a.Describe(&v.CgroupV1, "Whether the node runs cgroup v1.")
 	a.Describe(&v.KubeletAllowsCgroupV1, "Whether the kubelet's configuration says failCgroupV1: false.")
@@ -125,7 +131,7 @@ func planWithout(in KubernetesUpgradeArgs, live map[string]NodeVersions, unread 
 	for i, c := range in.conns() {
 		v := live[c.Node]
 		n := upgradeplan.Node{Name: c.Node, ControlPlane: i < len(in.ControlPlanes), ControlPlaneVersion: v.ControlPlane, Kubelet: v.Kubelet, Joined: v.Joined,
-			CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
+			Containerd: v.Containerd, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 		if why, ok := unread[c.Node]; ok {
 			// A node never read counts as a member: whether it is one
 			// is what could not be read.
@@ -219,8 +225,7 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 	conns := in.conns()
 	read := eachNode(conns, func(conn Connection) versionsRead {
 		v, err, failed := readOnce(ctx, conn, func(c ssh.Executor) (nodefacts.Versions, error) {
-			k := known[conn.Node]
-			out, _, err := query(ctx, c, nodeprobes.Versions(k.KubeletStamp, k.Kubelet))
+			out, _, err := query(ctx, c, nodeprobes.Versions(known[conn.Node].known()...))
 			return nodefacts.ParseVersions(out), err
 		})
 		if failed && err == nil {
@@ -234,7 +239,8 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 			unread[conn.Node] = firstLine(err)
 			continue
 		}
-		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, KubeletStamp: v.KubeletStamp, Joined: v.Joined, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
+		live[conn.Node] = NodeVersions{ControlPlane: v.ControlPlane(), Kubelet: v.Kubelet, KubeletStamp: v.KubeletStamp,
+			Containerd: v.Containerd, ContainerdStamp: v.ContainerdStamp, Joined: v.Joined, CgroupV1: v.CgroupV1, KubeletAllowsCgroupV1: v.KubeletAllowsCgroupV1}
 	}
 	for _, conn := range in.ControlPlanes {
 		if v := live[conn.Node]; !v.Joined {
@@ -252,6 +258,18 @@ func survey(ctx context.Context, in KubernetesUpgradeArgs, known map[string]Node
 		return live, unread, "", fmt.Errorf("kubeadm-config cannot be read through any control-plane node: is the API up? (homelab doctor says what is wrong)")
 	}
 	return live, unread, "", nil // no cluster yet
+}
+
+// known is what a read need not run again: each tool's version with the
+// stamp of the file it was read from.
+func (v NodeVersions) known() []nodeprobes.KnownVersion {
+	var k []nodeprobes.KnownVersion
+	for _, t := range []nodeprobes.KnownVersion{{Tool: "kubelet", Stamp: v.KubeletStamp, Version: v.Kubelet}, {Tool: "containerd", Stamp: v.ContainerdStamp, Version: v.Containerd}} {
+		if t.Stamp != "" && t.Version != "" {
+			k = append(k, t)
+		}
+	}
+	return k
 }
 
 func firstLine(err error) string {

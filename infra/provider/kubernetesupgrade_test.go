@@ -26,7 +26,7 @@ func upgradeLab(t *testing.T, running string) (*fakeLab, KubernetesUpgradeArgs) 
 	in := KubernetesUpgradeArgs{Port: 6443, Endpoint: "10.0.0.100:6443", DrainTimeout: "5m", MaxUnavailable: 1,
 		Repository: &AptRepository{Keyring: "/etc/apt/keyrings/k.gpg", SourcesPath: "/etc/apt/sources.list.d/kubernetes.list", Sources: "deb x /\n", Key: "a2V5"}}
 	for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-1"} {
-		out := "kubelet=Kubernetes " + running + "\njoined=yes\n"
+		out := "version.kubelet=" + running + "\njoined=yes\n"
 		if strings.HasPrefix(n, "cp-") {
 			for _, c := range nodefacts.VersionedComponents {
 				out += "image=" + c + " registry.k8s.io/" + c + ":" + running + "\n"
@@ -94,23 +94,24 @@ func TestUpgradeReadOfNoNode(t *testing.T) {
 	}
 }
 
-// A refresh hands each node the kubelet's stamp it last read, so a
-// kubelet still that file is not run again; an up reads afresh.
+// A refresh hands each node the kubelet's and containerd's stamps it last
+// read, so a tool still that file is not run again; an up reads afresh.
 func TestUpgradeReadKnowsTheKubelets(t *testing.T) {
 	l, in := upgradeLab(t, "v1.34.4")
 	in.Target = "v1.34.4"
 	stamp := "/usr/bin/kubelet 42 100 2026-12-03 06:24:15.780814324 +0000 2026-12-03 02:02:44.798896346 +0000"
+	cstamp := "/usr/bin/containerd 43 200 2026-12-03 06:24:15.780814324 +0000 2026-12-03 02:02:44.798896346 +0000"
 	at := map[string]NodeVersions{}
 	for _, c := range in.conns() {
-		at[c.Node] = NodeVersions{Kubelet: "v1.34.4", KubeletStamp: stamp, Joined: true}
+		at[c.Node] = NodeVersions{Kubelet: "v1.34.4", KubeletStamp: stamp, Containerd: "1.7.28", ContainerdStamp: cstamp, Joined: true}
 	}
 	st := KubernetesUpgradeState{KubernetesUpgradeArgs: in, Reached: "v1.34.4", Live: at, ClusterVersion: "v1.34.4"}
 	if _, err := (KubernetesUpgrade{}).Read(l.ctx(), infer.ReadRequest[KubernetesUpgradeArgs, KubernetesUpgradeState]{ID: "kubernetes", Inputs: in, State: st}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range in.conns() {
-		if !l.node(c.Node).asked(`[ "$stamps" = '` + stamp + `' ]`) {
-			t.Errorf("%s's read does not know its kubelet's stamp", c.Node)
+		if !l.node(c.Node).asked(`'kubelet `+stamp+`'`) || !l.node(c.Node).asked(`'containerd `+cstamp+`'`) {
+			t.Errorf("%s's read does not know its kubelet's and containerd's stamps", c.Node)
 		}
 		l.node(c.Node).reset()
 	}
@@ -128,11 +129,13 @@ func TestUpgradeReadKnowsTheKubelets(t *testing.T) {
 // reads alone, and names what to do.
 func TestUpgradeRefusesBeforeChangingAnything(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		target string
-		edit   func(*fakeLab, *KubernetesUpgradeArgs)
-		says   []string
+		name, running, target string
+		edit                  func(*fakeLab, *KubernetesUpgradeArgs)
+		says                  []string
 	}{
+		{name: "a worker's containerd 1.x under v1.36", running: "v1.35.4", target: "v1.36.1", edit: func(l *fakeLab, _ *KubernetesUpgradeArgs) {
+			l.node("gpu-1").onScript("nodefacts/versions", "version.kubelet=v1.35.4\nversion.containerd=1.7.28\njoined=yes\n", 0)
+		}, says: []string{"gpu-1 (", "containerd 1.7.28", "cluster.containerRuntime.packages"}},
 		{name: "a skipped minor", target: "v1.36.1", says: []string{"v1.34 -> v1.35 -> v1.36"}},
 		{name: "a downgrade", target: "v1.34.1", says: []string{"does not downgrade"}},
 		{name: "a control-plane node off", target: "v1.35.4", edit: func(l *fakeLab, _ *KubernetesUpgradeArgs) { l.node("cp-2").dialErr = unreachableErr("cp-2") },
@@ -141,7 +144,11 @@ func TestUpgradeRefusesBeforeChangingAnything(t *testing.T) {
 			says: []string{"cluster.packages.manage: true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, in := upgradeLab(t, "v1.34.4")
+			running := tc.running
+			if running == "" {
+				running = "v1.34.4"
+			}
+			l, in := upgradeLab(t, running)
 			in.Target = tc.target
 			if tc.edit != nil {
 				tc.edit(l, &in)

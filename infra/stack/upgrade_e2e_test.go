@@ -154,7 +154,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 	// without a second apply.
 	err = e.interruptWhen(ctx, s, "cp-2", "test -e /var/lib/homelab/runs/kubeadm-upgrade/pid")
 	t.Logf("figures: the up killed while cp-2's kubeadm upgrade node ran, %s in: %v", time.Since(start).Round(time.Second), err)
-	if v := nodefacts.ParseVersions(e.node(ctx, "cp-1", nodeprobes.Versions("", "").String())); v.ControlPlane() != to {
+	if v := nodefacts.ParseVersions(e.node(ctx, "cp-1", nodeprobes.Versions().String())); v.ControlPlane() != to {
 		t.Fatalf("cp-1 runs %v after its apply", v.Components)
 	}
 	e.mutating()
@@ -168,7 +168,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error()+e.log.String(), "default/hold-") || !strings.Contains(err.Error()+e.log.String(), "stays cordoned") {
 		t.Fatalf("the drain past its timeout did not stop the upgrade naming the pod: %v", err)
 	}
-	if v := nodefacts.ParseVersions(e.node(ctx, "gpu-4", nodeprobes.Versions("", "").String())); v.Kubelet != from {
+	if v := nodefacts.ParseVersions(e.node(ctx, "gpu-4", nodeprobes.Versions().String())); v.Kubelet != from {
 		t.Errorf("gpu-4 upgraded although its drain failed: %+v", v)
 	}
 	if u := e.node(ctx, "cp-1", labKubectl+"get node gpu-4 -o jsonpath='{.spec.unschedulable}'"); u != "true" {
@@ -189,7 +189,7 @@ func TestUpgradeInTheLab(t *testing.T) {
 	}
 
 	for _, n := range labNodes {
-		v := nodefacts.ParseVersions(e.node(ctx, n, nodeprobes.Versions("", "").String()))
+		v := nodefacts.ParseVersions(e.node(ctx, n, nodeprobes.Versions().String()))
 		if v.Kubelet != to {
 			t.Errorf("%s: kubelet %s after the upgrade", n, v.Kubelet)
 		}

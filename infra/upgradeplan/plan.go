@@ -19,6 +19,8 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/homelab-dev/homelab/roles/containerd"
 )
 
 // Node is one node as read before the upgrade.
@@ -36,6 +38,9 @@ type Node struct {
 	Joined bool
 	// Unreachable says why the node could not be read; "" when it was.
 	Unreachable string
+	// Containerd is the node's containerd version as it prints it
+	// (1.7.28, v2.2.9); "" when none was read, and then it is not judged.
+	Containerd string
 	// CgroupV1: the node runs cgroup v1; KubeletAllowsCgroupV1: its
 	// kubelet's configuration says failCgroupV1: false.
 	CgroupV1, KubeletAllowsCgroupV1 bool
@@ -92,6 +97,9 @@ type Plan struct {
 	Steps    []Step
 	// Excluded are joined nodes left behind at an older version.
 	Excluded []string
+	// Warnings are what the upgrade goes ahead despite: a containerd
+	// that containerd's matrix does not test with the target.
+	Warnings []string
 }
 
 // Empty: nothing is due.
@@ -105,6 +113,9 @@ func (p Plan) Lines() []string {
 	}
 	for _, n := range p.Excluded {
 		out = append(out, fmt.Sprintf("-  %s: excluded, left as it is; it upgrades on an up that includes it", n))
+	}
+	for _, w := range p.Warnings {
+		out = append(out, "!  "+w)
 	}
 	return out
 }
@@ -132,8 +143,9 @@ var failsCgroupV1 = version.MustParseSemantic("v1.35.0")
 
 // Make returns the steps due to bring the cluster to in.Target, or every
 // reason it refuses to start at once: a skipped minor, a downgrade, a
-// kubelet outside the skew the new version allows, a node that could not
-// be read and is not excluded. Nothing it refuses has been touched.
+// kubelet outside the skew the new version allows, a containerd the new
+// kubelet cannot run on, a node that could not be read and is not
+// excluded. Nothing it refuses has been touched.
 func Make(in Input) (Plan, error) {
 	var errs *multierror.Error
 	fail := func(format string, args ...any) { errs = multierror.Append(errs, fmt.Errorf(format, args...)) }
@@ -156,7 +168,7 @@ func Make(in Input) (Plan, error) {
 		cp, kubelet *version.Version
 	}
 	var cps, workers []live
-	var unreachable, lagging, cgroupV1 []string
+	var unreachable, lagging, cgroupV1, runtimes []string
 	plan := Plan{To: in.Target}
 	var oldest *version.Version
 	for _, n := range in.Nodes {
@@ -192,6 +204,19 @@ func Make(in Input) (Plan, error) {
 		}
 		if n.CgroupV1 && !n.KubeletAllowsCgroupV1 && !to.LessThan(failsCgroupV1) {
 			cgroupV1 = append(cgroupV1, n.Name)
+		}
+		if n.Containerd != "" && l.kubelet.LessThan(to) {
+			// A kubelet due to move: the target's must run on what the
+			// node has. Judged now, not when the kubelet fails to start
+			// half-way through the plan.
+			if v, err := containerd.Supports(n.Containerd, in.Target); err == nil {
+				switch v.Support {
+				case containerd.Unsupported:
+					runtimes = append(runtimes, n.Name+" ("+v.Reason+")")
+				case containerd.Untested:
+					plan.Warnings = append(plan.Warnings, n.Name+": "+v.Reason)
+				}
+			}
 		}
 		if l.kubelet.Major() == to.Major() && l.kubelet.Minor()+skew < to.Minor() {
 			lagging = append(lagging, fmt.Sprintf("%s (kubelet %s)", n.Name, n.Kubelet))
@@ -230,6 +255,10 @@ func Make(in Input) (Plan, error) {
 	if len(cgroupV1) > 0 {
 		fail("%s: cgroup v1, which the kubelet refuses from v1.35 on unless its configuration says failCgroupV1: false, and theirs does not: the upgrade would stop with kubelets that do not start. Migrate them to cgroup v2, or set cluster.allowCgroupV1: true and up at the version they run first (every kubelet's configuration then allows it)",
 			strings.Join(cgroupV1, ", "))
+	}
+	if len(runtimes) > 0 {
+		fail("%s: the kubelet of %s cannot run on these nodes' containerd, and the upgrade would stop with kubelets that do not start. Upgrade containerd first, under the version the cluster runs now: pin a release both versions run in cluster.containerRuntime.packages (docs/provisioning.md, \"Container runtime\") and up; then declare %s again",
+			strings.Join(runtimes, "; "), in.Target, in.Target)
 	}
 	if len(lagging) > 0 {
 		fail("%s: a kubelet may be at most %d minors older than the apiserver, and %s allows v%d.%d at the oldest; upgrade them to an older minor first",

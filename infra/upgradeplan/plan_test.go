@@ -22,6 +22,14 @@ func lab(from string) []Node {
 	return nodes
 }
 
+func withContainerd(nodes []Node, v string) []Node {
+	nodes = slices.Clone(nodes)
+	for i := range nodes {
+		nodes[i].Containerd = v
+	}
+	return nodes
+}
+
 func with(nodes []Node, name string, edit func(*Node)) []Node {
 	nodes = slices.Clone(nodes)
 	for i := range nodes {
@@ -93,6 +101,15 @@ func TestMake(t *testing.T) {
 			Nodes: with(lab(from), "gpu-3", func(n *Node) { n.CgroupV1, n.KubeletAllowsCgroupV1 = true, true })}, want: fresh},
 		{name: "cgroup v1 on a patch of v1.34", in: Input{Target: "v1.34.6", ClusterVersion: from,
 			Nodes: with(lab(from), "gpu-3", func(n *Node) { n.CgroupV1 = true })}, want: fresh},
+		{name: "containerd 1.x under v1.36", in: Input{Target: "v1.36.1", ClusterVersion: to,
+			Nodes: with(with(withContainerd(lab(to), "v2.2.9"), "gpu-2", func(n *Node) { n.Containerd = "1.7.28" }), "gpu-3", func(n *Node) { n.Containerd = "1.6.20~ds1" })},
+			refuses: []string{"gpu-2 (", "containerd 1.7.28", "gpu-3 (", "cluster.containerRuntime.packages", "declare v1.36.1 again"}},
+		{name: "containerd 1.x on a node already at the target is not the upgrade's", in: Input{Target: "v1.36.1", ClusterVersion: "v1.36.1",
+			Nodes: with(with(withContainerd(lab("v1.36.1"), "v2.2.9"), "gpu-2", func(n *Node) { n.Containerd = "1.7.28" }), "gpu-3", func(n *Node) { n.Kubelet = to })},
+			want: []string{"worker gpu-3"}},
+		{name: "containerd 1.x under v1.35, an excluded node's unread", in: Input{Target: to, ClusterVersion: from, Exclude: []string{"gpu-4"},
+			Nodes: with(withContainerd(lab(from), "1.7.28"), "gpu-4", func(n *Node) { n.Containerd = "1.6.9" })},
+			want: fresh[:9], excl: []string{"gpu-4"}},
 		{name: "every control-plane node excluded", in: Input{Target: to, ClusterVersion: from, Exclude: []string{"cp-1", "cp-2", "cp-3"}, Nodes: lab(from)},
 			refuses: []string{"no control-plane node"}},
 		{name: "every problem at once", in: Input{Target: "v1.36.0", ClusterVersion: from, Exclude: []string{"nas"},
@@ -129,6 +146,27 @@ func TestMake(t *testing.T) {
 				t.Errorf("Empty() = %v with %d steps", p.Empty(), len(p.Steps))
 			}
 		})
+	}
+}
+
+// TestMakeWarnsOfAnUntestedContainerd: Debian 12's containerd runs v1.35
+// though containerd's matrix does not list it; the plan goes ahead and
+// says so per node, and a node whose kubelet is not due is not named.
+func TestMakeWarnsOfAnUntestedContainerd(t *testing.T) {
+	nodes := with(withContainerd(lab("v1.34.4"), "1.7.28"), "gpu-1", func(n *Node) { n.Containerd = "1.6.20~ds1" })
+	p, err := Make(Input{Target: "v1.35.4", ClusterVersion: "v1.34.4", Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0], "gpu-1: ") || !strings.Contains(p.Warnings[0], "1.6.20") {
+		t.Errorf("warnings %q, want one naming gpu-1 and its containerd", p.Warnings)
+	}
+	if l := p.Lines(); !strings.HasPrefix(l[len(l)-1], "!  gpu-1: ") {
+		t.Errorf("the plan's lines end %q, not with the warning", l[len(l)-1])
+	}
+	nodes = with(nodes, "gpu-1", func(n *Node) { n.Kubelet = "v1.35.4" })
+	if p, err := Make(Input{Target: "v1.35.4", ClusterVersion: "v1.35.4", Nodes: nodes}); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("gpu-1's kubelet not due: warnings %q, %v", p.Warnings, err)
 	}
 }
 

@@ -19,7 +19,10 @@ type Versions struct {
 	// KubeletStamp the stamp of the file it was read from
 	// (infra/scripts/nodefacts/stamps.sh).
 	Kubelet, KubeletStamp string
-	Joined                bool
+	// Containerd is containerd's version as it prints it (1.6.20~ds1,
+	// v2.2.9), "" when none is installed; ContainerdStamp as above.
+	Containerd, ContainerdStamp string
+	Joined                      bool
 	// CgroupV1: the node's /sys/fs/cgroup is cgroup v1's (a tmpfs of
 	// hierarchies), which the kubelet refuses from v1.35 on unless its
 	// configuration says failCgroupV1: false (KubeletAllowsCgroupV1).
@@ -59,19 +62,24 @@ func ParseVersions(out string) Versions {
 		if !ok {
 			continue
 		}
+		if tool, stamp, ok := ToolFact(k); ok {
+			switch {
+			case tool == "kubelet" && stamp:
+				v.KubeletStamp = val
+			case tool == "kubelet":
+				v.Kubelet = val
+			case tool == "containerd" && stamp:
+				v.ContainerdStamp = val
+			case tool == "containerd":
+				v.Containerd = val
+			}
+			continue
+		}
 		switch k {
 		case "image":
 			c, ref, _ := strings.Cut(val, " ")
 			if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 				v.Components[c] = ref[i+1:]
-			}
-		case "kubelet-stamp":
-			v.KubeletStamp = val
-		case "kubelet":
-			// "Kubernetes v1.34.4"
-			f := strings.Fields(val)
-			if len(f) > 0 {
-				v.Kubelet = f[len(f)-1]
 			}
 		case "joined":
 			v.Joined = val == "yes"
@@ -95,4 +103,17 @@ func ClusterConfigVersion(clusterConfiguration string) string {
 		}
 	}
 	return ""
+}
+
+// ToolFact reads the key of one of infra/scripts/host/versions.sh's lines:
+// "version.TOOL" (the tool's version) or "stamp.TOOL" (stamp: the file it
+// was read from). ok is false for any other key.
+func ToolFact(key string) (tool string, stamp, ok bool) {
+	if tool, ok := strings.CutPrefix(key, "version."); ok {
+		return tool, false, true
+	}
+	if tool, ok := strings.CutPrefix(key, "stamp."); ok {
+		return tool, true, true
+	}
+	return "", false, false
 }

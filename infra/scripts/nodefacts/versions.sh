@@ -1,29 +1,15 @@
 # Prints what a node runs, for roles/nodefacts.ParseVersions:
-# "image=COMPONENT REF" for each of .Manifests, the kubelet's stamp
-# (nodefacts/stamps) and "kubelet=OUTPUT" of kubelet --version, unless its
-# stamp is .KubeletStamp, read before as .KubeletVersion; "joined=yes"
-# when the node's init or join completed (its marker: one holding
-# kubeadm's files without it is an interrupted run, not a node to
-# upgrade), its cgroup file system and whether its kubelet's configuration
-# allows cgroup v1. One awk for the manifests and no command substitution:
-# a shell forked per fact was most of what this cost (docs/benchmarks.md).
-# Paths are read below .Root (a test's tree). Read-only.
+# "image=COMPONENT REF" for each of .Manifests; the stamps and versions of
+# .Tools (host/versions: a tool whose stamp .Known records is not run);
+# "joined=yes" when the node's init or join completed (its marker: one
+# holding kubeadm's files without it is an interrupted run, not a node to
+# upgrade); its cgroup file system and whether its kubelet's
+# configuration allows cgroup v1. One awk for the manifests, and no
+# command substitution but a tool's first read: a shell forked per fact
+# was most of what this cost (docs/benchmarks.md). Paths are read below
+# .Root (a test's tree). Read-only.
 r={{with .Root}}{{q .}}{{end}}
-{{template "nodefacts/stamps" .}}
-if [ -n "$stamps" ]; then
-	printf 'kubelet-stamp=%s\n' "$stamps"
-{{- if and .KubeletStamp .KubeletVersion}}
-	if [ "$stamps" = {{q .KubeletStamp}} ]; then
-		echo kubelet={{q .KubeletVersion}}
-	else
-		printf 'kubelet='
-		kubelet --version 2>/dev/null || echo
-	fi
-{{- else}}
-	printf 'kubelet='
-	kubelet --version 2>/dev/null || echo
-{{- end}}
-fi
+{{template "host/versions" .}}
 set --
 for f in {{qs .Manifests}}; do
 	if [ -f "$r$f" ]; then set -- "$@" "$r$f"; fi

@@ -151,20 +151,29 @@ func FileStats(paths []string) scripts.Script {
 	return scripts.Render("nodefacts/filestats", FileStatsArgs{paths})
 }
 
-// VersionsArgs are nodefacts/versions' values (Tools for
-// nodefacts/stamps, which it includes).
+// VersionsArgs are nodefacts/versions' values (Tools and Known for
+// host/versions, which it includes).
 type VersionsArgs struct {
 	Root                                  string
 	Tools                                 []string
-	KubeletStamp, KubeletVersion          string
+	Known                                 []KnownVersion
 	Manifests                             []string
 	InitMarker, JoinMarker, KubeletConfig string
 }
 
-// VersionsAt knows the kubelet's stamp and version from an earlier read
-// (both "" for none): a kubelet with that stamp is not run.
-func VersionsAt(root, kubeletStamp, kubeletVersion string) VersionsArgs {
-	a := VersionsArgs{Root: root, Tools: []string{"kubelet"}, KubeletStamp: kubeletStamp, KubeletVersion: kubeletVersion,
+// KnownVersion is a tool's version an earlier read found, with the stamp
+// of the file it ran: a tool still that file is not run again.
+type KnownVersion struct{ Tool, Stamp, Version string }
+
+// VersionTools are the tools whose versions an upgrade reads: the
+// kubelet's decides what is due, containerd's whether the target's
+// kubelet can run on it.
+var VersionTools = []string{"kubelet", "containerd"}
+
+// VersionsAt knows what known says an earlier read found (none: every
+// tool runs).
+func VersionsAt(root string, known ...KnownVersion) VersionsArgs {
+	a := VersionsArgs{Root: root, Tools: VersionTools, Known: known,
 		InitMarker: nodefacts.InitMarker, JoinMarker: nodefacts.JoinMarker, KubeletConfig: nodefacts.KubeletConfigFile}
 	for _, c := range nodefacts.VersionedComponents {
 		a.Manifests = append(a.Manifests, nodefacts.Manifest(c))
@@ -174,10 +183,10 @@ func VersionsAt(root, kubeletStamp, kubeletVersion string) VersionsArgs {
 
 func (a VersionsArgs) Script() scripts.Script { return scripts.Render("nodefacts/versions", a) }
 
-// Versions reads what a node runs (nodefacts.ParseVersions), knowing the
-// kubelet's stamp and version from an earlier read ("" for none).
-func Versions(kubeletStamp, kubeletVersion string) scripts.Script {
-	return VersionsAt("", kubeletStamp, kubeletVersion).Script()
+// Versions reads what a node runs (nodefacts.ParseVersions), knowing
+// what an earlier read found.
+func Versions(known ...KnownVersion) scripts.Script {
+	return VersionsAt("", known...).Script()
 }
 
 // StampsArgs are nodefacts/stamps' values.

@@ -3,16 +3,23 @@ set -eu
 # shellcheck disable=SC3040
 (set -o pipefail) 2>/dev/null && set -o pipefail
 # Prints what a node runs, for roles/nodefacts.ParseVersions:
-# "image=COMPONENT REF" for each of .Manifests, the kubelet's stamp
-# (nodefacts/stamps) and "kubelet=OUTPUT" of kubelet --version, unless its
-# stamp is .KubeletStamp, read before as .KubeletVersion; "joined=yes"
-# when the node's init or join completed (its marker: one holding
-# kubeadm's files without it is an interrupted run, not a node to
-# upgrade), its cgroup file system and whether its kubelet's configuration
-# allows cgroup v1. One awk for the manifests and no command substitution:
-# a shell forked per fact was most of what this cost (docs/benchmarks.md).
-# Paths are read below .Root (a test's tree). Read-only.
+# "image=COMPONENT REF" for each of .Manifests; the stamps and versions of
+# .Tools (host/versions: a tool whose stamp .Known records is not run);
+# "joined=yes" when the node's init or join completed (its marker: one
+# holding kubeadm's files without it is an interrupted run, not a node to
+# upgrade); its cgroup file system and whether its kubelet's
+# configuration allows cgroup v1. One awk for the manifests, and no
+# command substitution but a tool's first read: a shell forked per fact
+# was most of what this cost (docs/benchmarks.md). Paths are read below
+# .Root (a test's tree). Read-only.
 r=
+# Prints each installed tool's version and stamp (nodefacts/stamps over
+# .Tools, one stat for all): "stamp.TOOL=LINE", "version.TOOL=VERSION".
+# A tool whose stamp is one .Known records is the same file, and the
+# version recorded with it is printed instead of running the tool: every
+# refresh ran four binaries on every node, most of them large Go
+# programs, while the whole cluster's other reads compete for the same
+# cores. A tool not installed prints neither.
 # Sets stamps to a line "PATH INODE SIZE CHANGE MODIFY" (to the
 # nanosecond, of a link's target) for each of .Tools found in PATH, one
 # stat for all. A binary replaced (dpkg renames a new file over it, a
@@ -24,7 +31,7 @@ set --
 # The tools are this product's own names, one word each; a list of one
 # is no mistake here.
 # shellcheck disable=SC2043
-for t in kubelet; do
+for t in kubelet containerd; do
 	IFS=:
 	for d in $PATH; do
 		d=${d:-.}
@@ -43,11 +50,21 @@ else
 	stamps=$(stat -Lc '%n %i %s %z %y' "$@" 2>/dev/null) || true
 fi
 
-if [ -n "$stamps" ]; then
-	printf 'kubelet-stamp=%s\n' "$stamps"
-	printf 'kubelet='
-	kubelet --version 2>/dev/null || echo
-fi
+IFS='
+'
+for l in $stamps; do
+	p=${l%% *}
+	t=${p##*/}
+	echo "stamp.$t=$l"
+	case "$t $l" in
+	'kubeadm '*) echo "version.kubeadm=$(kubeadm version -o short 2>/dev/null)" ;;
+	'kubelet '*) echo "version.kubelet=$(kubelet --version 2>/dev/null | awk '{print $2}')" ;;
+	'keepalived '*) echo "version.keepalived=$(keepalived --version 2>&1 | head -1 | awk '{print $2}')" ;;
+	'containerd '*) echo "version.containerd=$(containerd --version 2>/dev/null | awk '{print $3}')" ;;
+	esac
+done
+unset IFS
+
 set --
 for f in '/etc/kubernetes/manifests/kube-apiserver.yaml' '/etc/kubernetes/manifests/kube-controller-manager.yaml' '/etc/kubernetes/manifests/kube-scheduler.yaml'; do
 	if [ -f "$r$f" ]; then set -- "$@" "$r$f"; fi
