@@ -47,6 +47,9 @@ var (
 	workerRequires       = []string{"kubeadm", "kubelet", "systemctl"}
 	controlPlaneRequires = []string{"kubeadm", "kubelet", "kubectl", "systemctl"}
 	managedRequires      = []string{"apt-get", "dpkg-query", "systemctl"}
+	// runtimeRequires: a runtime up manages but does not install (runc
+	// comes with it: Debian's and Ubuntu's containerd depend on it).
+	runtimeRequires = []string{"containerd"}
 )
 
 // OutputMACs is the stack output holding each node's MACs by name.
@@ -198,6 +201,11 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 		requires = managedRequires
 	}
 	requires = slices.Clone(requires)
+	if rt := cfg.Inventory.Cluster.ContainerRuntime; rt.Manage && rt.Packages == nil {
+		// up configures the containerd the node has: one it lacks would
+		// fail only at its restart, after other nodes changed.
+		requires = append(requires, runtimeRequires...)
+	}
 	if n.IsControlPlane() {
 		if cfg.Inventory.Cluster.Endpoint.Layout == inventory.LayoutVIP {
 			requires = append(requires, "keepalived")

@@ -1,6 +1,7 @@
 package program
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/homelab-dev/homelab/inventory"
@@ -37,9 +38,17 @@ func TestManagedRuntimeRestartsNodeByNode(t *testing.T) {
 			t.Errorf("%s pulls images before its containerd restarted: %v", n, r.deps)
 		}
 	}
+	for _, n := range []string{"cp-1", "gpu-1"} {
+		if !slices.Contains(requires(m, t, n), "containerd") {
+			t.Errorf("%s's Host does not require the containerd up configures but does not install: %v", n, requires(m, t, n))
+		}
+	}
 	m = runMockedWith(t, func(inv *inventory.Inventory) { inv.Cluster.ContainerRuntime.Manage = false })
 	if _, ok := m.all[serviceToken+"/cp-1:"+containerd.Unit]; ok {
 		t.Error("an unmanaged runtime gets a containerd Service")
+	}
+	if slices.Contains(requires(m, t, "gpu-1"), "containerd") {
+		t.Error("an unmanaged runtime's Host requires containerd in PATH: its own check asks the socket")
 	}
 }
 
@@ -70,8 +79,8 @@ func TestRuntimePackagesNodeByNode(t *testing.T) {
 		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !dependsOn(f, pkgToken, n+":"+containerd.Unit) {
 			t.Errorf("%s's config.toml is written before its containerd package: %v", n, f.deps)
 		}
-		if in := m.get(t, "homelab:index:Host", n).inputs; in.HasValue("runtime") {
-			t.Errorf("%s's Host judges the containerd it had: %v", n, in["runtime"])
+		if in := m.get(t, "homelab:index:Host", n).inputs; in.HasValue("runtime") || slices.Contains(requires(m, t, n), "containerd") {
+			t.Errorf("%s's Host judges the containerd it had, or requires one: %v, %v", n, in["runtime"], requires(m, t, n))
 		}
 		prev = n
 	}

@@ -291,8 +291,12 @@ func wrongMachine(node string, problems []string) error {
 func (st HostState) check() error {
 	node := st.Connection.Node
 	problems := st.identityProblems()
-	if len(st.Missing) > 0 {
-		problems = append(problems, fmt.Sprintf("lacks %s: install kubeadm, kubelet and kubectl from pkgs.k8s.io, a container runtime, and keepalived on control-plane nodes", strings.Join(st.Missing, ", ")))
+	if other := slices.DeleteFunc(slices.Clone(st.Missing), func(m string) bool { return m == "containerd" }); len(other) > 0 {
+		problems = append(problems, fmt.Sprintf("lacks %s: install kubeadm, kubelet and kubectl from pkgs.k8s.io, a container runtime, and keepalived on control-plane nodes", strings.Join(other, ", ")))
+	}
+	if slices.Contains(st.Missing, "containerd") {
+		problems = append(problems, "lacks containerd, the container runtime up configures: pin it in cluster.containerRuntime.packages ({containerd: VERSION, runc: VERSION}, as the node's apt sources list them), and up installs and holds it; "+
+			"or install the distribution's (apt-get install containerd)")
 	}
 	if !slices.Contains(st.Addresses, st.Address) {
 		problems = append(problems, fmt.Sprintf("does not have its declared address %s (it has %v): fix the node's network or the inventory", st.Address, st.Addresses))

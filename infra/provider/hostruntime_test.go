@@ -79,3 +79,21 @@ func TestHostRuntimeProblems(t *testing.T) {
 		t.Errorf("Debian 12's containerd under v1.35 refused: %q", p)
 	}
 }
+
+// A node without the containerd up would configure is refused with the
+// two ways to get one; another tool missing keeps its own message.
+func TestHostLacksContainerd(t *testing.T) {
+	st := HostState{HostArgs: HostArgs{Connection: Connection{Node: "w1"}, Address: "10.0.0.5"}, Addresses: []string{"10.0.0.5"}, Missing: []string{"kubeadm", "containerd"}}
+	err := st.check()
+	if err == nil {
+		t.Fatal("a node without containerd passed")
+	}
+	for _, want := range []string{"lacks kubeadm:", "lacks containerd", "cluster.containerRuntime.packages", "apt-get install containerd"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "lacks kubeadm, containerd") {
+		t.Errorf("containerd is named with the Kubernetes tools: %v", err)
+	}
+}
