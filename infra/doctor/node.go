@@ -259,6 +259,7 @@ func (d *doctor) checkNode(n inventory.Node) {
 	d.checkRuntime(n, f)
 	d.checkRuntimeVersion(n, f)
 	d.checkMirror(n, f)
+	d.checkGPURuntime(n, f)
 	d.checkGPUs(n, f)
 	d.checkCNI(n, f)
 	d.checkExpiry(n, f)

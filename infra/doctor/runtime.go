@@ -9,6 +9,7 @@ import (
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
+	"github.com/homelab-dev/homelab/roles/gpu"
 )
 
 // runtimeFacts are the node's containerd as doctor/node read it, and the
@@ -123,6 +124,43 @@ func (d *doctor) checkRuntimeVersion(n inventory.Node, f *nodeFacts) {
 		d.r.add("runtime version", n.Name, OK, "containerd %s (%s)", r.eff.Version, v.Reason)
 	default:
 		d.r.add("runtime version", n.Name, OK, "containerd %s, which containerd tests with %s", r.eff.Version, kube)
+	}
+}
+
+// checkGPURuntime adds, on a node declaring NVIDIA GPUs, the gpu runtime
+// row: containerd has the nvidia handler the RuntimeClass names, on the
+// toolkit's binary. Without it every GPU pod fails to start with `no
+// runtime for "nvidia" is configured`, while the node reports Ready.
+func (d *doctor) checkGPURuntime(n inventory.Node, f *nodeFacts) {
+	r := f.runtime
+	if !gpu.IsNvidia(n) || !r.found || r.err != nil {
+		return // the runtime row says why
+	}
+	bin, ok := r.eff.Runtimes[gpu.RuntimeClassName]
+	switch {
+	case !ok:
+		d.r.add("gpu runtime", n.Name, Fail, "containerd %s has no %s runtime: GPU pods (runtimeClassName: %s) cannot start", r.eff.Version, gpu.RuntimeClassName, gpu.RuntimeClassName)
+		d.r.cause("%s: %s", n.Name, d.gpuRuntimeFix(r.eff))
+	case bin != gpu.RuntimeBinary:
+		d.r.add("gpu runtime", n.Name, Warn, "containerd's %s runtime runs %q, not %s", gpu.RuntimeClassName, bin, gpu.RuntimeBinary)
+	default:
+		d.r.add("gpu runtime", n.Name, OK, "containerd's %s runtime on %s", gpu.RuntimeClassName, bin)
+	}
+}
+
+// gpuRuntimeFix is how the nvidia runtime gets into the node's containerd.
+func (d *doctor) gpuRuntimeFix(eff containerd.Effective) string {
+	switch {
+	case d.t.Inventory.Cluster.ContainerRuntime.Manage:
+		return fmt.Sprintf("run `homelab up`, which writes the %s runtime into %s and restarts containerd", gpu.RuntimeClassName, containerd.ConfigPath)
+	case eff.Major < 2:
+		// TestContainerd1ReplacesTheCRISectionOnImport: an imported file
+		// holding a CRI section replaces the whole section in 1.x.
+		return fmt.Sprintf("containerd %s does not take a runtime from %s (1.x reads it only when %s imports it, and then it replaces that file's whole CRI section): add the runtime to %s (`nvidia-ctk runtime configure --runtime=containerd`) and run `systemctl restart containerd`, or set cluster.containerRuntime.manage: true",
+			eff.Version, gpu.ContainerdDropInPath, containerd.ConfigPath, containerd.ConfigPath)
+	default:
+		return fmt.Sprintf("containerd reads %s only when %s imports it: add imports = [%q] there and run `systemctl restart containerd` (homelab up writes the drop-in), or set cluster.containerRuntime.manage: true",
+			gpu.ContainerdDropInPath, containerd.ConfigPath, containerd.ConfD+"/*.toml")
 	}
 }
 

@@ -149,3 +149,61 @@ func TestCheckRuntimeVersion(t *testing.T) {
 		})
 	}
 }
+
+// The gpu runtime row, on a node declaring NVIDIA GPUs: containerd must
+// have the nvidia handler, and the fix named depends on who writes
+// containerd's configuration and which major reads it.
+func TestCheckGPURuntime(t *testing.T) {
+	gpuNode := inventory.Node{Name: "gpu-1", Role: inventory.RoleWorker, Address: "10.0.0.21", GPUs: &inventory.GPUs{Vendor: "nvidia", Count: 1}}
+	dump := func(nvidia string) string {
+		s := `version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+`
+		if nvidia != "" {
+			s += `  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+    BinaryName = "` + nvidia + `"
+`
+		}
+		return base64.StdEncoding.EncodeToString([]byte(s))
+	}
+	const v1, v2 = "containerd github.com/containerd/containerd 1.7.28 abc", "containerd github.com/containerd/containerd/v2 v2.2.9 abc"
+	for _, tc := range []struct {
+		name, version, nvidia string
+		manage                bool
+		node                  inventory.Node
+		want                  Status // "": no row
+		cause                 string
+	}{
+		{"managed, in config.toml", v1, "/usr/bin/nvidia-container-runtime", true, gpuNode, OK, ""},
+		{"managed, lost", v1, "", true, gpuNode, Fail, "homelab up"},
+		{"the user's 1.x without it", v1, "", false, gpuNode, Fail, "nvidia-ctk runtime configure"},
+		{"the user's 2.x not importing conf.d", v2, "", false, gpuNode, Fail, "imports"},
+		{"another binary", v1, "/opt/nvidia/runtime", false, gpuNode, Warn, ""},
+		{"a plain worker", v1, "", true, inventory.Node{Name: "w1", Role: inventory.RoleWorker, Address: "10.0.0.22"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &nodeFacts{node: tc.node, reached: true}
+			f.runtime.read("containerd.version", tc.version)
+			f.runtime.read("containerd.dump", dump(tc.nvidia))
+			inv := &inventory.Inventory{Nodes: []inventory.Node{tc.node}}
+			inv.Cluster.ContainerRuntime.Manage = tc.manage
+			d := &doctor{t: Target{Inventory: inv}, r: &Report{}}
+			d.checkGPURuntime(tc.node, f)
+			if tc.want == "" {
+				if len(d.r.Findings) != 0 {
+					t.Fatalf("findings %+v on a node without GPUs", d.r.Findings)
+				}
+				return
+			}
+			if len(d.r.Findings) != 1 || d.r.Findings[0].Status != tc.want || d.r.Findings[0].Check != "gpu runtime" {
+				t.Fatalf("findings %+v, want one gpu runtime %s", d.r.Findings, tc.want)
+			}
+			if (tc.cause == "") != (len(d.r.Causes) == 0) || (tc.cause != "" && !strings.Contains(d.r.Causes[0], tc.cause)) {
+				t.Errorf("causes %v: want one saying %q", d.r.Causes, tc.cause)
+			}
+		})
+	}
+}

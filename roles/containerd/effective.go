@@ -24,6 +24,9 @@ type Effective struct {
 	// RegistryConfigPath is where containerd reads mirrors' hosts.toml
 	// from; "" when it reads none (the packages' default).
 	RegistryConfigPath string
+	// Runtimes are the CRI runtime handlers (what a RuntimeClass names)
+	// with the binary each runs ("" for runc's own).
+	Runtimes map[string]string
 }
 
 // ParseVersion reads `containerd --version`: "containerd PACKAGE VERSION
@@ -61,6 +64,16 @@ type dumpRuntimes struct {
 	Runtimes           map[string]struct {
 		Options map[string]any `toml:"options"`
 	} `toml:"runtimes"`
+}
+
+// binaries are each runtime's BinaryName ("" when it runs runc itself).
+func (d dumpRuntimes) binaries() map[string]string {
+	out := map[string]string{}
+	for name, r := range d.Runtimes {
+		b, _ := r.Options["BinaryName"].(string)
+		out[name] = b
+	}
+	return out
 }
 
 // configDump is the part of both config versions ParseDump reads: version 2
@@ -106,7 +119,7 @@ func ParseDump(data []byte, e *Effective) error {
 	default:
 		return fmt.Errorf("containerd config dump: config version %d (containerd 1.x writes 2, 2.x 3)", d.Version)
 	}
-	e.Runtime = rt.DefaultRuntimeName
+	e.Runtime, e.Runtimes = rt.DefaultRuntimeName, rt.binaries()
 	r, ok := rt.Runtimes[e.Runtime]
 	if e.Runtime == "" || !ok {
 		return fmt.Errorf("containerd config dump: the default runtime %q is not configured", e.Runtime)
