@@ -71,6 +71,9 @@ func (inv *Inventory) ApplyDefaults() {
 	setString(&c.GPU.ToolkitVersion, DefaultToolkitVersion)
 	setString(&c.GPU.DevicePlugin.Version, DefaultDevicePluginVersion)
 	setString(&c.Packages.Repository, DefaultPackagesRepository)
+	if r := c.ContainerRuntime.RuntimeRepository(); r != nil {
+		setString(&r.Component, "stable")
+	}
 	setString(&c.Certificates.ValidityPeriod, DefaultCertificateValidity)
 	setString(&c.Certificates.RenewBefore, DefaultRenewBefore)
 	if c.Upgrade.MaxUnavailable == 0 {

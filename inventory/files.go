@@ -31,6 +31,9 @@ func (inv *Inventory) namedFiles() []namedFile {
 		files = append(files, namedFile{"cluster.cilium.chart", p, "fetch it (`helm pull cilium/cilium --version X`), or remove the field to use the official chart"})
 	}
 	// The keyring is read only when homelab installs the packages.
+	if r := inv.Cluster.ContainerRuntime.RuntimeRepository(); r != nil && r.Keyring != "" {
+		files = append(files, namedFile{RuntimeKeyringField, r.Keyring, "name the repository's dearmored signing key (a .gpg file), or remove the field to fetch URL/gpg"})
+	}
 	if p := inv.Cluster.Packages; p.Manage && p.Keyring != "" {
 		files = append(files, namedFile{"cluster.packages.keyring", p.Keyring, "name the repository's dearmored signing key (a .gpg file), or remove the field for the Kubernetes project's own"})
 	}

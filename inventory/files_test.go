@@ -20,6 +20,7 @@ func TestLoadWithFilesNamesEveryMissingFile(t *testing.T) {
 	}
 	s := strings.Replace(string(data), "privateKey: ~/.ssh/id_ed25519, knownHosts: ~/.ssh/known_hosts", "privateKey: keys/id, knownHosts: known_hosts", 1)
 	s = strings.Replace(s, "  cni: cilium", "  cilium: {chart: cilium.tgz}\n  cni: cilium", 1)
+	s = strings.Replace(s, "    manage: true           # up writes /etc/containerd", "    packages: {containerd: 2.2.1-1, repository: {url: https://download.docker.com/linux/debian, suite: bookworm, keyring: docker.gpg}}\n    manage: true           # up writes /etc/containerd", 1)
 	path := filepath.Join(dir, "inv.yaml")
 	os.WriteFile(path, []byte(s), 0o644)
 
@@ -28,7 +29,7 @@ func TestLoadWithFilesNamesEveryMissingFile(t *testing.T) {
 	}
 	_, _, err = LoadWithFiles(path)
 	ps := Problems(err)
-	if got := paths(ps); !slices.Equal(got, []string{"cluster.cilium.chart", "ssh.knownHosts", "ssh.privateKey"}) {
+	if got := paths(ps); !slices.Equal(got, []string{"cluster.cilium.chart", "cluster.containerRuntime.packages.repository.keyring", "ssh.knownHosts", "ssh.privateKey"}) {
 		t.Fatalf("reported %q\n%v", got, err)
 	}
 	for _, p := range ps {
@@ -38,6 +39,10 @@ func TestLoadWithFilesNamesEveryMissingFile(t *testing.T) {
 		switch p.Path {
 		case "ssh.privateKey":
 			if !strings.Contains(p.Message, filepath.Join(dir, "keys", "id")) || !strings.Contains(p.Message, "does not exist") {
+				t.Errorf("%s: %s", p.Path, p.Message)
+			}
+		case "cluster.containerRuntime.packages.repository.keyring":
+			if !strings.Contains(p.Message, filepath.Join(dir, "docker.gpg")) {
 				t.Errorf("%s: %s", p.Path, p.Message)
 			}
 		case "ssh.knownHosts":

@@ -311,6 +311,9 @@ func (inv *Inventory) resolvePaths(dir string) {
 	for _, p := range []*string{&inv.SSH.PrivateKey, &inv.SSH.KnownHosts, &inv.Cluster.Cilium.Chart, &inv.Cluster.Packages.Keyring} {
 		*p = ResolvePath(*p, dir)
 	}
+	if r := inv.Cluster.ContainerRuntime.RuntimeRepository(); r != nil {
+		r.Keyring = ResolvePath(r.Keyring, dir)
+	}
 }
 
 // ResolvePath is how every file path the user gives is read: ~/ is the home

@@ -39,13 +39,18 @@ func expandRepository(tmpl, minor string) string {
 // key, not an ASCII-armoured key or a GnuPG keybox. The error names the
 // field and the command that makes the right file.
 func (p Packages) ReadKeyring() ([]byte, error) {
-	const path = "cluster.packages.keyring"
-	data, err := os.ReadFile(p.Keyring)
+	return ReadKeyringFile("cluster.packages.keyring", p.Keyring)
+}
+
+// ReadKeyringFile reads the keyring file the inventory's field names, as
+// ReadKeyring.
+func ReadKeyringFile(field, file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	if err := checkKeyring(data); err != nil {
-		return nil, fmt.Errorf("%s: %s %w", path, p.Keyring, err)
+		return nil, fmt.Errorf("%s: %s %w", field, file, err)
 	}
 	return data, nil
 }
@@ -77,25 +82,37 @@ func isPublicKeyPacket(b byte) bool {
 	return (b>>2)&0x0f == 6
 }
 
+// checkAptURL checks raw (the URL as written; parsed after expansion,
+// already done by the caller) as a repository URL for an apt sources
+// line: absolute, https, http or file, plain. It reports the first
+// problem on field, with example as the way, and returns the URL when
+// there is none.
+func checkAptURL(ps *problems, field, raw, expanded, example string) (*url.URL, bool) {
+	u, err := url.Parse(expanded)
+	switch {
+	case strings.ContainsAny(raw, " \t\r\n[]#\"'"):
+		ps.errorf(field, "%q holds a space, bracket, quote or #, which end the apt sources line it goes in; use a plain URL such as %s", raw, example)
+	case err != nil || !u.IsAbs():
+		ps.errorf(field, "%q is not an absolute URL; use e.g. %s", raw, example)
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file":
+		ps.errorf(field, "%q: apt here reads https, http or file URLs, not %s; use e.g. %s", raw, u.Scheme, example)
+	case u.Scheme != "file" && u.Host == "":
+		ps.errorf(field, "%q names no host; use e.g. %s", raw, example)
+	case u.Scheme == "file" && !strings.HasPrefix(u.Path, "/"):
+		ps.errorf(field, "%q: a file URL needs an absolute path, e.g. file:/srv/mirror/", raw)
+	case u.User != nil || u.RawQuery != "":
+		ps.errorf(field, "%q carries credentials or a query, which would land in every node's sources list; use a plain URL", raw)
+	default:
+		return u, true
+	}
+	return nil, false
+}
+
 func checkPackages(ps *problems, inv *Inventory) {
 	p := inv.Cluster.Packages
 	const field = "cluster.packages.repository"
-	example := DefaultPackagesRepository
-	u, err := url.Parse(expandRepository(p.Repository, "v1.0"))
-	switch {
-	case strings.ContainsAny(p.Repository, " \t\r\n[]#\"'"):
-		ps.errorf(field, "%q holds a space, bracket, quote or #, which end the apt sources line it goes in; use a plain URL such as %s", p.Repository, example)
-	case err != nil || !u.IsAbs():
-		ps.errorf(field, "%q is not an absolute URL; use e.g. %s (%s stands for the cluster's minor, v1.34)", p.Repository, example, MinorPlaceholder)
-	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file":
-		ps.errorf(field, "%q: apt here reads https, http or file URLs, not %s; use e.g. %s", p.Repository, u.Scheme, example)
-	case u.Scheme != "file" && u.Host == "":
-		ps.errorf(field, "%q names no host; use e.g. %s", p.Repository, example)
-	case u.Scheme == "file" && !strings.HasPrefix(u.Path, "/"):
-		ps.errorf(field, "%q: a file URL needs an absolute path, e.g. file:/srv/mirror/%s/", p.Repository, MinorPlaceholder)
-	case u.User != nil || u.RawQuery != "":
-		ps.errorf(field, "%q carries credentials or a query, which would land in every node's sources list; use a plain URL", p.Repository)
-	default:
+	example := DefaultPackagesRepository + " (" + MinorPlaceholder + " stands for the cluster's minor, v1.34)"
+	if u, ok := checkAptURL(ps, field, p.Repository, expandRepository(p.Repository, "v1.0"), example); ok {
 		if !strings.Contains(p.Repository, MinorPlaceholder) {
 			ps.warnf(field, "%q has no %s: it serves one minor, so when cluster.kubernetesVersion moves to another minor, change it too", p.Repository, MinorPlaceholder)
 		}

@@ -51,7 +51,12 @@ func checkRuntimePackages(ps *problems, inv *Inventory) {
 		ps.errorf(path, "installs containerd for up to configure, and cluster.containerRuntime.manage is false: set it to true, or remove packages and install containerd yourself")
 	}
 	valid := true
-	for _, pkg := range []struct{ name, version, example string }{{"containerd", p.Containerd, "1.6.20~ds1-1+deb12u3"}, {"runc", p.Runc, "1.1.5+ds1-1+deb12u1"}} {
+	pins := []struct{ name, version, example string }{{"containerd", p.Containerd, "1.6.20~ds1-1+deb12u3"}, {"runc", p.Runc, "1.1.5+ds1-1+deb12u1"}}
+	if p.Repository != nil {
+		checkRuntimeRepository(ps, p)
+		pins = pins[:1]
+	}
+	for _, pkg := range pins {
 		switch {
 		case pkg.version == "":
 			ps.errorf(path+"."+pkg.name, "is required with packages: the version apt installs and holds, as `apt-cache policy %s` on a node lists it (e.g. %s)", pkg.name, pkg.example)
@@ -76,6 +81,49 @@ func checkRuntimePackages(ps *problems, inv *Inventory) {
 	case v.Support == containerd.Untested:
 		ps.warnf(path+".containerd", "%s: %s; it runs, but pin a tested release before it is what stops a Kubernetes upgrade", p.Containerd, v.Reason)
 	}
+}
+
+// RuntimeKeyringField names the runtime repository's keyring.
+const RuntimeKeyringField = "cluster.containerRuntime.packages.repository.keyring"
+
+// DockerRepository is Docker's apt repository for Debian; /ubuntu beside
+// it is Ubuntu's.
+const DockerRepository = "https://download.docker.com/linux/debian"
+
+// suiteName is an apt suite as Docker's repository names them: a
+// release's codename.
+var suiteName = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
+
+// checkRuntimeRepository: Docker's layout, holding containerd.io, which
+// bundles runc (and conflicts with the distribution's).
+func checkRuntimeRepository(ps *problems, p *RuntimePackages) {
+	const path = "cluster.containerRuntime.packages"
+	r := p.Repository
+	if p.Runc != "" {
+		ps.errorf(path+".runc", "%q: the repository's containerd.io bundles its own runc and replaces the distribution's; remove runc", p.Runc)
+	}
+	u, ok := checkAptURL(ps, path+".repository.url", r.URL, r.URL, DockerRepository+" (or /linux/ubuntu, or a mirror of either)")
+	if ok && u.Scheme == "http" && r.Keyring == "" {
+		ps.errorf(RuntimeKeyringField, "is required with an http repository (%s): the nodes would fetch the signing key itself unauthenticated; give the repository's key, dearmored, as a file on this machine", r.URL)
+	}
+	switch {
+	case r.Suite == "":
+		ps.errorf(path+".repository.suite", "is required: the nodes' release codename, which Docker builds packages for (bookworm, trixie, jammy, noble; VERSION_CODENAME in a node's /etc/os-release)")
+	case !suiteName.MatchString(r.Suite):
+		ps.errorf(path+".repository.suite", "%q is not a release codename: give VERSION_CODENAME from a node's /etc/os-release (bookworm, noble)", r.Suite)
+	}
+	if r.Component != "" && !suiteName.MatchString(r.Component) {
+		ps.errorf(path+".repository.component", "%q is not one of the repository's channels: stable (the default) or test", r.Component)
+	}
+}
+
+// RuntimeRepository is the runtime packages' repository, nil when they
+// come from the nodes' own apt sources.
+func (rt ContainerRuntime) RuntimeRepository() *RuntimeRepository {
+	if rt.Packages == nil {
+		return nil
+	}
+	return rt.Packages.Repository
 }
 
 // ContainerdMajor is the major version of the containerd up configures:

@@ -172,8 +172,9 @@ type ContainerRuntime struct {
 	// pod fails with "can't get final child's PID from pipe: EOF".
 	RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj,omitempty" yaml:"restrictOOMScoreAdj"`
 	// Packages, when set, makes up install containerd and runc from the
-	// node's own apt sources (the distribution's) at these versions and
-	// hold them there; unset, the node must have containerd already.
+	// node's own apt sources (the distribution's), or Docker's
+	// containerd.io from Repository, at these versions and hold them
+	// there; unset, the node must have containerd already.
 	Packages *RuntimePackages `json:"packages,omitempty" yaml:"packages"`
 }
 
@@ -182,7 +183,30 @@ type ContainerRuntime struct {
 // full one (1.6.20~ds1-1+deb12u3: exactly that).
 type RuntimePackages struct {
 	Containerd string `json:"containerd" yaml:"containerd"`
-	Runc       string `json:"runc" yaml:"runc"`
+	// Runc is the distribution's runc; none with Repository, whose
+	// containerd.io bundles its own.
+	Runc string `json:"runc,omitempty" yaml:"runc"`
+	// Repository is Docker's apt repository (or a mirror of it): the
+	// distributions ship no containerd 2.x a Kubernetes v1.36 kubelet
+	// needs, and Docker's containerd.io is what its users install.
+	Repository *RuntimeRepository `json:"repository,omitempty" yaml:"repository"`
+}
+
+// RuntimeRepository is an apt repository in Docker's layout
+// (dists/SUITE/COMPONENT), holding containerd.io.
+type RuntimeRepository struct {
+	// URL is https://download.docker.com/linux/debian (or /ubuntu), or a
+	// mirror of it.
+	URL string `json:"url" yaml:"url"`
+	// Suite is the nodes' release codename (bookworm, noble): Docker
+	// builds each release's packages apart.
+	Suite string `json:"suite" yaml:"suite"`
+	// Component is Docker's channel, stable by default.
+	Component string `json:"component,omitempty" yaml:"component"`
+	// Keyring is a dearmored OpenPGP keyring on the machine running
+	// homelab with the key that signs the repository, uploaded to the
+	// nodes. Empty: each node fetches URL/gpg and dearmors it.
+	Keyring string `json:"keyring,omitempty" yaml:"keyring"`
 }
 
 // Registry sends the nodes' pulls to mirrors, as an air-gapped homelab

@@ -253,6 +253,15 @@ func TestBadInventories(t *testing.T) {
 		{name: "containerd 3.x, whose configuration up does not write", mutate: func(m map[string]any) {
 			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "3.0.0-1", "runc": "1.3.3-1"}}
 		}, want: []string{"cluster.containerRuntime.packages.containerd"}},
+		{name: "Docker's repository, every field wrong", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "2.2.1-1", "runc": "1.3.3-1",
+				"repository": map[string]any{"url": "download.docker.com/linux/debian", "suite": "Debian 12", "component": "stable main"}}}
+		}, want: []string{"cluster.containerRuntime.packages.repository.component", "cluster.containerRuntime.packages.repository.suite",
+			"cluster.containerRuntime.packages.repository.url", "cluster.containerRuntime.packages.runc"}},
+		{name: "Docker's repository over http without its key", mutate: func(m map[string]any) {
+			at(m, "cluster")["containerRuntime"] = map[string]any{"manage": true, "packages": map[string]any{"containerd": "2.2.1-1",
+				"repository": map[string]any{"url": "http://mirror.lan/docker/linux/debian"}}}
+		}, want: []string{"cluster.containerRuntime.packages.repository.keyring", "cluster.containerRuntime.packages.repository.suite"}},
 		{name: "runtime manage not a bool", mutate: func(m map[string]any) { at(m, "cluster")["containerRuntime"] = map[string]any{"manage": "yes please"} }, want: []string{"cluster.containerRuntime.manage"}},
 		{name: "label key", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"bad key": "x"} }, want: []string{`nodes[3].labels["bad key"]`}},
 		{name: "label value", mutate: func(m map[string]any) { at(m, "nodes.3")["labels"] = map[string]any{"tier": "a b"} }, want: []string{`nodes[3].labels["tier"]`}},

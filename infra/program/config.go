@@ -105,6 +105,13 @@ func NewConfig(inv *inventory.Inventory, bundle *pki.Bundle, privateKey, knownHo
 		}
 		cfg.PackagesKeyring = key
 	}
+	if r := inv.Cluster.ContainerRuntime.RuntimeRepository(); r != nil && inv.Cluster.ContainerRuntime.Manage && r.Keyring != "" {
+		key, err := inventory.ReadKeyringFile(inventory.RuntimeKeyringField, r.Keyring)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.RuntimeKeyring = key
+	}
 	for _, n := range inv.Nodes {
 		fps, err := hostkeys.Known(knownHosts, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
 		if err != nil {

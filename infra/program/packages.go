@@ -48,15 +48,21 @@ func packagesRepository(cfg Config) (pulumi.Map, bool) {
 	if !ok {
 		return nil, false
 	}
+	return aptRepository(in.Keyring, in.SourcesPath, in.Sources, in.Key, in.KeyURL), true
+}
+
+// aptRepository is an apt repository as the Package resource takes it:
+// its key uploaded when given, else fetched from keyURL on the node.
+func aptRepository(keyring, sourcesPath string, sources, key []byte, keyURL string) pulumi.Map {
 	repo := pulumi.Map{
-		"keyring":     pulumi.String(in.Keyring),
-		"sourcesPath": pulumi.String(in.SourcesPath),
-		"sources":     pulumi.String(string(in.Sources)),
+		"keyring":     pulumi.String(keyring),
+		"sourcesPath": pulumi.String(sourcesPath),
+		"sources":     pulumi.String(string(sources)),
 	}
-	if in.Key != nil {
-		repo["key"] = pulumi.String(base64.StdEncoding.EncodeToString(in.Key))
+	if key != nil {
+		repo["key"] = pulumi.String(base64.StdEncoding.EncodeToString(key))
 	} else {
-		repo["keyURL"] = pulumi.String(in.KeyURL)
+		repo["keyURL"] = pulumi.String(keyURL)
 	}
-	return repo, true
+	return repo
 }

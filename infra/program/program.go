@@ -38,6 +38,9 @@ type Config struct {
 	// PackagesKeyring is the keyring cluster.packages.keyring names, read
 	// once (nil: the nodes fetch the repository's key).
 	PackagesKeyring []byte
+	// RuntimeKeyring is the one the runtime repository's keyring names,
+	// read as PackagesKeyring.
+	RuntimeKeyring []byte
 }
 
 // Commands a node needs before kubeadm can run there: the user installs

@@ -6,6 +6,7 @@ import (
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/file"
+	"github.com/homelab-dev/homelab/roles/runtimepkg"
 )
 
 // declareRuntime declares, when the inventory manages the container
@@ -33,35 +34,44 @@ func declareRuntime(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n i
 
 // declareRuntimePackages declares, when the inventory pins them
 // (cluster.containerRuntime.packages), the node's runc and containerd
-// from its own apt sources at those versions, held, once its Host is
-// checked; after is the previous node's containerd package. One node at
-// a time: a new containerd version is restarted into by dpkg itself, and
-// a package that breaks containerd then stops the up at the first node.
-// It returns the containerd package, which the node's files (its
-// config.toml over the package's) wait for; nil when not pinned.
+// from its own apt sources, or Docker's containerd.io from its
+// repository, at those versions, held, once its Host is checked; after
+// is the previous node's containerd package. One node at a time: a new
+// containerd version is restarted into by dpkg itself, and a package
+// that breaks containerd then stops the up at the first node. It returns
+// the containerd package, which the node's files (its config.toml over
+// the package's) wait for; nil when not pinned.
 func declareRuntimePackages(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map, host *HostHandle, after pulumi.Resource) (pulumi.Resource, error) {
-	rt := cfg.Inventory.Cluster.ContainerRuntime
-	if !rt.Manage || rt.Packages == nil {
+	in, ok := runtimepkg.For(cfg.Inventory, cfg.RuntimeKeyring)
+	if !ok {
 		return nil, nil
 	}
 	deps := []pulumi.Resource{host}
 	if after != nil {
 		deps = append(deps, after)
 	}
-	runc, err := register(ctx, "Package", n.Name+":runc", runtimePackage(conn, "runc", rt.Packages.Runc), &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
-	if err != nil {
-		return nil, err
+	var last pulumi.Resource
+	for _, pkg := range in.Packages {
+		// The one holding containerd keeps containerd's name, whichever
+		// package it is: a switch to Docker's is that resource's update.
+		name := pkg.Name
+		if pkg.Name == runtimepkg.DockerPackage {
+			name = containerd.Unit
+		}
+		args := pulumi.Map{
+			"connection":    conn,
+			"names":         pulumi.ToStringArray([]string{pkg.Name}),
+			"pinnedVersion": pulumi.String(pkg.Version),
+			"anyRevision":   pulumi.Bool(pkg.AnyRevision),
+		}
+		if r := in.Repository; r != nil {
+			args["repository"] = aptRepository(r.Keyring, r.SourcesPath, r.Sources, r.Key, r.KeyURL)
+		}
+		res, err := register(ctx, "Package", n.Name+":"+name, args, &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
+		if err != nil {
+			return nil, err
+		}
+		deps, last = []pulumi.Resource{res}, res
 	}
-	return register(ctx, "Package", n.Name+":"+containerd.Unit, runtimePackage(conn, "containerd", rt.Packages.Containerd), &PackageHandle{}, pulumi.Parent(parent), pulumi.DependsOn([]pulumi.Resource{runc}))
-}
-
-// runtimePackage is one runtime package's Package arguments: a version
-// without a Debian revision pins any revision of it, the newest.
-func runtimePackage(conn pulumi.Map, name, version string) pulumi.Map {
-	return pulumi.Map{
-		"connection":    conn,
-		"names":         pulumi.ToStringArray([]string{name}),
-		"pinnedVersion": pulumi.String(version),
-		"anyRevision":   pulumi.Bool(inventory.UpstreamVersion(version) == version),
-	}
+	return last, nil
 }

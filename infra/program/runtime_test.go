@@ -2,6 +2,7 @@ package program
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/homelab-dev/homelab/inventory"
@@ -90,5 +91,43 @@ func TestRuntimePackagesNodeByNode(t *testing.T) {
 	}
 	if rt := m.get(t, "homelab:index:Host", "cp-1").inputs["runtime"].ObjectValue(); rt["kubernetesVersion"].StringValue() != "v1.34.4" {
 		t.Errorf("the Host does not judge the node's own containerd: %v", rt)
+	}
+}
+
+// Docker's repository: each node installs containerd.io (runc inside) at
+// the pin from that repository, under the name the distribution's
+// containerd had, one node after another; no runc Package.
+func TestRuntimePackagesFromDockersRepository(t *testing.T) {
+	m := runMockedWith(t, func(inv *inventory.Inventory) {
+		inv.Cluster.ContainerRuntime.Manage = true
+		inv.Cluster.ContainerRuntime.Packages = &inventory.RuntimePackages{Containerd: "2.2.1-1",
+			Repository: &inventory.RuntimeRepository{URL: "https://download.docker.com/linux/debian", Suite: "bookworm", Component: "stable"}}
+	})
+	var prev string
+	for _, n := range []string{"cp-1", "cp-2", "cp-3", "gpu-1", "gpu-2", "gpu-3", "gpu-4"} {
+		if _, ok := m.all[pkgToken+"/"+n+":runc"]; ok {
+			t.Errorf("%s gets the distribution's runc beside containerd.io", n)
+		}
+		pkg := m.get(t, pkgToken, n+":"+containerd.Unit)
+		in := pkg.inputs
+		if in["names"].ArrayValue()[0].StringValue() != "containerd.io" || in["pinnedVersion"].StringValue() != "2.2.1-1" {
+			t.Errorf("%s's containerd package: %v", n, in)
+		}
+		repo := in["repository"].ObjectValue()
+		if !strings.Contains(repo["sources"].StringValue(), "https://download.docker.com/linux/debian bookworm stable") ||
+			repo["keyURL"].StringValue() != "https://download.docker.com/linux/debian/gpg" {
+			t.Errorf("%s's repository: %v", n, repo)
+		}
+		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !dependsOn(f, pkgToken, n+":"+containerd.Unit) {
+			t.Errorf("%s's config.toml is written before containerd.io: %v", n, f.deps)
+		}
+		// containerd 2: config version 3.
+		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !strings.Contains(f.inputs["content"].StringValue(), "version = 3") {
+			t.Errorf("%s's config.toml is not containerd 2's:\n%s", n, f.inputs["content"].StringValue())
+		}
+		if prev != "" && !dependsOn(pkg, pkgToken, prev+":"+containerd.Unit) {
+			t.Errorf("%s installs beside %s: %v", n, prev, pkg.deps)
+		}
+		prev = n
 	}
 }

@@ -257,7 +257,7 @@ func Make(in Input) (Plan, error) {
 			strings.Join(cgroupV1, ", "))
 	}
 	if len(runtimes) > 0 {
-		fail("%s: the kubelet of %s cannot run on these nodes' containerd, and the upgrade would stop with kubelets that do not start. Upgrade containerd first, under the version the cluster runs now: pin a release both versions run in cluster.containerRuntime.packages (docs/provisioning.md, \"Container runtime\") and up; then declare %s again",
+		fail("%s: the kubelet of %s cannot run on these nodes' containerd, and the upgrade would stop with kubelets that do not start. Upgrade containerd first, under the version the cluster runs now: pin a release both versions run in cluster.containerRuntime.packages (Docker's containerd.io, packages.repository, where the distribution has no 2.x; docs/provisioning.md, \"Container runtime\") and up; then declare %s again",
 			strings.Join(runtimes, "; "), in.Target, in.Target)
 	}
 	if len(lagging) > 0 {
