@@ -10,7 +10,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/homelab-dev/homelab/infra/tools"
 	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 )
 
@@ -25,12 +24,7 @@ func realContainerd1(t *testing.T) string {
 // each of want (any one of them).
 func builtContainerd(t *testing.T, name, rel string, want ...string) string {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-"+name+".sh")).Output()
-	if err != nil {
-		toolstest.Missing(t, "containerd: infra/tools/build-"+name+".sh: "+err.Error())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := filepath.Join(lines[len(lines)-1], rel)
+	bin := filepath.Join(toolstest.Built(t, name), rel)
 	v, err := exec.Command(bin, "--version").Output()
 	if err != nil || !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(string(v), w) }) {
 		toolstest.Missing(t, "containerd from build-"+name+".sh does not run here, or is not "+strings.Join(want, " or ")+": "+string(v))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/homelab-dev/homelab/infra/envvars"
@@ -59,4 +60,17 @@ func RequireKube(t testing.TB, name, version string) string {
 		Missing(t, fmt.Sprintf("%s %s is not built yet: run KUBE_VERSION=%s %s", name, version, version, tools.Script(name)))
 	}
 	return p
+}
+
+// Built is the directory infra/tools/build-NAME.sh prints: a cached
+// build of a tool or a package set (containerd, rootfs, runtime-debs),
+// made the first time. Missing when the script fails.
+func Built(t testing.TB, name string) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(tools.RepoRoot(), "infra", "tools", "build-"+name+".sh")).Output()
+	if err != nil {
+		Missing(t, "infra/tools/build-"+name+".sh: "+err.Error())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
