@@ -64,6 +64,9 @@ func declareRuntimePackages(ctx *pulumi.Context, parent pulumi.Resource, cfg Con
 			"pinnedVersion": pulumi.String(pkg.Version),
 			"anyRevision":   pulumi.Bool(pkg.AnyRevision),
 		}
+		if len(pkg.Replaces) > 0 {
+			args["replaces"] = pulumi.ToStringArray(pkg.Replaces)
+		}
 		if r := in.Repository; r != nil {
 			args["repository"] = aptRepository(r.Keyring, r.SourcesPath, r.Sources, r.Key, r.KeyURL)
 		}

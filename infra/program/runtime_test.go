@@ -110,7 +110,7 @@ func TestRuntimePackagesFromDockersRepository(t *testing.T) {
 		}
 		pkg := m.get(t, pkgToken, n+":"+containerd.Unit)
 		in := pkg.inputs
-		if in["names"].ArrayValue()[0].StringValue() != "containerd.io" || in["pinnedVersion"].StringValue() != "2.2.1-1" {
+		if in["names"].ArrayValue()[0].StringValue() != "containerd.io" || in["pinnedVersion"].StringValue() != "2.2.1-1" || len(in["replaces"].ArrayValue()) != 2 {
 			t.Errorf("%s's containerd package: %v", n, in)
 		}
 		repo := in["repository"].ObjectValue()

@@ -67,6 +67,11 @@ type PackageArgs struct {
 	// DeclaredGPUs is what the inventory says the node has (for the warning).
 	RequireNvidiaGPU bool `pulumi:"requireNvidiaGPU,optional"`
 	DeclaredGPUs     int  `pulumi:"declaredGPUs,optional"`
+	// Replaces are packages Names take the place of (Docker's
+	// containerd.io conflicts with the distribution's containerd and
+	// runc): unheld before the install, or apt refuses to remove them
+	// ("you have held broken packages"), and then removed by apt.
+	Replaces []string `pulumi:"replaces,optional"`
 }
 
 // Package statuses.
@@ -248,7 +253,7 @@ func readPackage(ctx context.Context, c ssh.Executor, in PackageArgs) (live, err
 // the pinned version and holds them there, so an unattended upgrade never
 // moves them.
 func installScript(in PackageArgs) scripts.Script {
-	a := installArgs{Names: in.Names, Enable: in.Enable}
+	a := installArgs{Names: in.Names, Enable: in.Enable, Replaces: in.Replaces}
 	for _, n := range in.Names {
 		a.Pinned = append(a.Pinned, n+"="+in.aptVersion())
 	}
@@ -260,9 +265,9 @@ func installScript(in PackageArgs) scripts.Script {
 
 // installArgs are packages/install's values (and packages/hold's: Names).
 type installArgs struct {
-	Names, Pinned []string
-	Enable        string
-	Repo          *repoArgs
+	Names, Pinned, Replaces []string
+	Enable                  string
+	Repo                    *repoArgs
 }
 
 // repoArgs is the repository packages/install updates alone: its

@@ -13,8 +13,10 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo"
 	"github.com/homelab-dev/homelab/infra/lab/aptrepo/apttest"
 	"github.com/homelab-dev/homelab/infra/ssh"
+	"github.com/homelab-dev/homelab/infra/tools/toolstest"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/kubepkg"
+	"github.com/homelab-dev/homelab/roles/runtimepkg"
 )
 
 // These tests run the Package resource's own steps, unchanged, through
@@ -241,4 +243,88 @@ func TestKubernetesPackagesRealAptRefusesAWronglySignedRepository(t *testing.T) 
 	if s := l.status(in); s != PackageMissing {
 		t.Errorf("%s after the refusal: %v", s, l.versions)
 	}
+}
+
+// Docker's repository, through the real apt and dpkg: a node holding the
+// distribution's containerd and runc (as pinned packages leave it) gets
+// containerd.io from the repository's suite, as the program declares it
+// for cluster.containerRuntime.packages.repository, the key fetched from
+// URL/gpg and dearmored on the node. apt removes the two packages it
+// replaces, holds and all; containerd.io is held, and the containerd on
+// the node is the real containerd 2 it carries.
+func TestRuntimePackagesRealAptFromDockersRepository(t *testing.T) {
+	dir := t.TempDir()
+	arch, err := aptrepo.Arch()
+	if err != nil {
+		toolstest.Missing(t, err.Error())
+	}
+	containerd2 := filepath.Join(toolstest.Built(t, "containerd"), "containerd")
+	runc := filepath.Join(toolstest.Built(t, "rootfs"), "usr", "sbin", "runc")
+	debian, err := filepath.Glob(filepath.Join(toolstest.Built(t, "runtime-debs"), "*.deb"))
+	if err != nil || len(debian) != 2 {
+		t.Fatalf("Debian's containerd and runc packages: %v %v", debian, err)
+	}
+	key, err := aptrepo.OpenKey(filepath.Join(dir, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deb, err := aptrepo.Build(filepath.Join(dir, "debs"), arch, aptrepo.ContainerdIO("2.2.9-1", containerd2, runc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := aptrepo.WriteSuite(filepath.Join(dir, "repo", aptrepo.DockerDir), arch, "bookworm", "stable", []string{deb}, key); err != nil {
+		t.Fatal(err)
+	}
+
+	n := newAptNode(t)
+	n.root.Forget("containerd", "runc", runtimepkg.DockerPackage)
+	n.root.Sh("dpkg -i " + strings.Join(debian, " ") + " >/dev/null && apt-mark hold containerd runc >/dev/null")
+	base := n.root.Serve(filepath.Join(dir, "repo"))
+	inv := &inventory.Inventory{Cluster: inventory.Cluster{KubernetesVersion: "v1.35.4", ContainerRuntime: inventory.ContainerRuntime{Manage: true,
+		Packages: &inventory.RuntimePackages{Containerd: "2.2.9-1", Repository: &inventory.RuntimeRepository{URL: base + aptrepo.DockerPath, Suite: "bookworm"}}}}}
+	inv.ApplyDefaults()
+	rt, _ := runtimepkg.For(inv, nil)
+	pkg, r := rt.Packages[0], rt.Repository
+	in := PackageArgs{Connection: Connection{Node: "gpu-1"}, Names: []string{pkg.Name}, Version: pkg.Version, AnyRevision: pkg.AnyRevision, Replaces: pkg.Replaces,
+		Repository: &AptRepository{KeyURL: r.KeyURL, Keyring: r.Keyring, SourcesPath: r.SourcesPath, Sources: string(r.Sources)}}
+
+	st, err := convergePackage(n.ctx, in, PackageArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != PackageInstalled || st.Versions[runtimepkg.DockerPackage] != "2.2.9-1" {
+		t.Fatalf("status %q, versions %v", st.Status, st.Versions)
+	}
+	// dpkg's want and state letters: containerd.io held (h) and installed
+	// (i); the two it replaced no longer installed (containerd's
+	// configuration files stay, as after any apt remove).
+	got := n.root.Sh("for p in containerd runc containerd.io; do echo \"$p $(dpkg-query -W -f='${db:Status-Abbrev}' $p 2>/dev/null)\"; done")
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f[1]) < 2 || (f[0] == runtimepkg.DockerPackage) != (f[1][:2] == "hi") || (f[0] != runtimepkg.DockerPackage && f[1][1] == 'i') {
+			t.Errorf("dpkg's containerd, runc and containerd.io:\n%s", got)
+			break
+		}
+	}
+	if held := n.root.Sh("apt-mark showhold"); held != "containerd.io\n" {
+		t.Errorf("held: %q", held)
+	}
+	if v := n.root.Sh("containerd --version"); !strings.Contains(v, "v2.2.9") {
+		t.Errorf("containerd on the node: %q", v)
+	}
+	// What the node dearmored from URL/gpg is the repository's key.
+	want, _ := os.ReadFile(key.Keyring())
+	if got, err := n.rec.Read(n.ctx, runtimepkg.KeyringPath); err != nil || string(got) != string(want) {
+		t.Errorf("the keyring fetched from %s is not the repository's (%v)", r.KeyURL, err)
+	}
+
+	t.Run("converged: reads only", func(t *testing.T) {
+		n.rec.reset()
+		if st, err := convergePackage(n.ctx, in, in); err != nil || st.Status != PackageInstalled {
+			t.Fatalf("%q %v", st.Status, err)
+		}
+		if n.rec.ran("apt-get") {
+			t.Errorf("ran apt on a converged node: %q", n.rec.cmds)
+		}
+	})
 }

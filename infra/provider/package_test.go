@@ -126,6 +126,9 @@ func TestInstallScript(t *testing.T) {
 		}
 	}
 	scriptstest.Golden(t, installScript(toolkitArgs()), "toolkit")
+	docker := PackageArgs{Names: []string{"containerd.io"}, Version: "2.2.1-1", Replaces: []string{"containerd", "runc"},
+		Repository: &AptRepository{KeyURL: "https://download.docker.com/linux/debian/gpg", Keyring: "/etc/apt/keyrings/docker.gpg", SourcesPath: "/etc/apt/sources.list.d/docker.list"}}
+	scriptstest.Golden(t, installScript(docker), "containerd.io")
 	scriptstest.Golden(t, packageQuery(toolkitArgs()), "gpu")
 	scriptstest.Golden(t, packageQuery(kubernetesArgs()), "")
 	scriptstest.Golden(t, holdScript(kubernetesArgs()), "")

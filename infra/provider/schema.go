@@ -117,6 +117,7 @@ func (pk *PackageArgs) Annotate(a infer.Annotator) {
 	a.Describe(&pk.Trigger, "A checksum of configuration the restarted unit reads.")
 	a.Describe(&pk.RequireNvidiaGPU, "Skip the install, with a warning, on a node where no NVIDIA GPU is detected.")
 	a.Describe(&pk.DeclaredGPUs, "How many GPUs the inventory declares on the node (for the warning).")
+	a.Describe(&pk.Replaces, "Packages the install takes the place of (they conflict with names): unheld before it, so apt can remove them.")
 }
 
 func (pk *PackageState) Annotate(a infer.Annotator) {

@@ -30,6 +30,9 @@ type Package struct {
 	// AnyRevision: Version is an upstream version, any Debian revision
 	// of it the pin (the repository's newest).
 	AnyRevision bool
+	// Replaces are the packages it takes the place of, which apt must
+	// be free to remove (unheld).
+	Replaces []string
 }
 
 // Repository is where the packages come from, when not the node's own
@@ -80,5 +83,7 @@ func For(inv *inventory.Inventory, key []byte) (Install, bool) {
 	} else {
 		repo.KeyURL = strings.TrimRight(r.URL, "/") + "/" + KeyFile
 	}
-	return Install{Packages: []Package{pin(DockerPackage, rt.Packages.Containerd)}, Repository: repo}, true
+	dockerPkg := pin(DockerPackage, rt.Packages.Containerd)
+	dockerPkg.Replaces = []string{"containerd", "runc"}
+	return Install{Packages: []Package{dockerPkg}, Repository: repo}, true
 }

@@ -1,6 +1,7 @@
 package runtimepkg
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestForTheDistributions(t *testing.T) {
 	if !ok || in.Repository != nil || len(in.Packages) != 2 {
 		t.Fatalf("%+v %v", in, ok)
 	}
-	if got := in.Packages; got[0] != (Package{"runc", "1.1.5+ds1-1+deb12u1", false}) || got[1] != (Package{"containerd", "1.6.20~ds1", true}) {
+	if got := in.Packages; !reflect.DeepEqual(got, []Package{{Name: "runc", Version: "1.1.5+ds1-1+deb12u1"}, {Name: "containerd", Version: "1.6.20~ds1", AnyRevision: true}}) {
 		t.Errorf("packages %+v", got)
 	}
 	inv := pinned(&inventory.RuntimePackages{Containerd: "1.7.28"})
@@ -40,7 +41,7 @@ func TestForTheDistributions(t *testing.T) {
 func TestForDockers(t *testing.T) {
 	repo := &inventory.RuntimeRepository{URL: "https://download.docker.com/linux/ubuntu/", Suite: "noble"}
 	in, ok := For(pinned(&inventory.RuntimePackages{Containerd: "2.2.1-1", Repository: repo}), nil)
-	if !ok || len(in.Packages) != 1 || in.Packages[0] != (Package{DockerPackage, "2.2.1-1", false}) {
+	if !ok || !reflect.DeepEqual(in.Packages, []Package{{Name: DockerPackage, Version: "2.2.1-1", Replaces: []string{"containerd", "runc"}}}) {
 		t.Fatalf("%+v %v", in, ok)
 	}
 	r := in.Repository

@@ -200,17 +200,25 @@ func TestHandlerServesPkgsK8sIOPaths(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "v1.34", "InRelease"), []byte("signed"), 0o644)
 	os.WriteFile(filepath.Join(root, "v1.34", "amd64", "kubeadm_1.34.4-1.1_amd64.deb"), []byte("deb"), 0o644)
 	os.WriteFile(filepath.Join(root, "secret"), []byte("no"), 0o644)
+	os.MkdirAll(filepath.Join(root, "docker", "dists", "bookworm", "stable", "binary-amd64"), 0o755)
+	os.WriteFile(filepath.Join(root, "docker", "dists", "bookworm", "stable", "binary-amd64", "Packages"), []byte("index"), 0o644)
+	os.WriteFile(filepath.Join(root, "docker", "gpg"), []byte("key"), 0o644)
 	srv := httptest.NewServer(aptrepo.Handler(root))
 	defer srv.Close()
 	for path, want := range map[string]int{
-		"/core:/stable:/v1.34/deb/InRelease":                          200,
-		"/core:/stable:/v1.34/deb/amd64/kubeadm_1.34.4-1.1_amd64.deb": 200,
-		"/core:/stable:/v1.35/deb/InRelease":                          404,
-		"/core:/stable:/v1.34/deb/":                                   404,
-		"/core:/stable:/v1.34/deb/amd64":                              404,
-		"/core:/stable:/v1.34/deb/../secret":                          404,
-		"/core:/stable:/v1.34/deb/.hidden":                            404,
-		"/v1.34/InRelease":                                            404,
+		"/core:/stable:/v1.34/deb/InRelease":                               200,
+		"/core:/stable:/v1.34/deb/amd64/kubeadm_1.34.4-1.1_amd64.deb":      200,
+		"/core:/stable:/v1.35/deb/InRelease":                               404,
+		"/core:/stable:/v1.34/deb/":                                        404,
+		"/core:/stable:/v1.34/deb/amd64":                                   404,
+		"/core:/stable:/v1.34/deb/../secret":                               404,
+		"/core:/stable:/v1.34/deb/.hidden":                                 404,
+		"/v1.34/InRelease":                                                 404,
+		"/docker/linux/debian/dists/bookworm/stable/binary-amd64/Packages": 200,
+		"/docker/linux/debian/gpg":                                         200,
+		"/docker/linux/debian/dists/bookworm/../../../secret":              404,
+		"/docker/linux/debian/dists/.bookworm/Release":                     404,
+		"/docker/linux/debian/dists":                                       404,
 	} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {

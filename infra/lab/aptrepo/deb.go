@@ -24,12 +24,15 @@ import (
 
 // Spec is one binary package.
 type Spec struct {
-	Name        string
-	Version     string // Debian version, 1.34.4-1.1
-	Section     string
-	Depends     string
-	Description string
-	Files       []File
+	Name    string
+	Version string // Debian version, 1.34.4-1.1
+	Section string
+	Depends string
+	// Provides, Conflicts and Replaces: a package taking another's place
+	// (Docker's containerd.io takes containerd's and runc's).
+	Provides, Conflicts, Replaces string
+	Description                   string
+	Files                         []File
 	// Postinst is the maintainer script dpkg runs after unpacking.
 	Postinst string
 }
@@ -57,8 +60,10 @@ const maintainer = "homelab emulated homelab <lab@homelab.invalid>"
 func (s Spec) control(arch string, installedKiB int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Package: %s\nVersion: %s\nArchitecture: %s\nMaintainer: %s\nInstalled-Size: %d\n", s.Name, s.Version, arch, maintainer, installedKiB)
-	if s.Depends != "" {
-		fmt.Fprintf(&b, "Depends: %s\n", s.Depends)
+	for _, f := range []struct{ name, value string }{{"Depends", s.Depends}, {"Provides", s.Provides}, {"Conflicts", s.Conflicts}, {"Replaces", s.Replaces}} {
+		if f.value != "" {
+			fmt.Fprintf(&b, "%s: %s\n", f.name, f.value)
+		}
 	}
 	fmt.Fprintf(&b, "Section: %s\nPriority: optional\nHomepage: https://kubernetes.io\nDescription: %s\n", s.Section, s.Description)
 	return b.String()

@@ -39,15 +39,28 @@ const (
 var distributionPath = regexp.MustCompile(`^` + regexp.QuoteMeta(DistributionPath) +
 	`([A-Za-z0-9_+~-][A-Za-z0-9._+~-]*(/[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)?)$`)
 
+// DockerPath is where the lab serves its stand-in for Docker's
+// repository (WriteSuite), from root's DockerDir: Docker's layout is
+// deeper than a flat repository's (dists/SUITE/COMPONENT/binary-ARCH/).
+const (
+	DockerPath = "/docker/linux/debian/"
+	DockerDir  = "docker"
+)
+
+// dockerPath is a file of that repository, a few directories deep; no
+// segment starts with a dot.
+var dockerPath = regexp.MustCompile(`^` + regexp.QuoteMeta(DockerPath) +
+	`((?:[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*/){0,5}[A-Za-z0-9_+~-][A-Za-z0-9._+~:-]*)$`)
+
 // DistributionSources is the sources.list line of the distribution
 // repository served at host, signed by the keyring at keyring.
 func DistributionSources(host, keyring string) string {
 	return "deb [signed-by=" + keyring + "] http://" + host + DistributionPath + " /\n"
 }
 
-// Handler serves root/MINOR/FILE at pkgs.k8s.io's path of it, and
-// root/DistributionDir/FILE at DistributionPath, and nothing else: no
-// listings, no other paths.
+// Handler serves root/MINOR/FILE at pkgs.k8s.io's path of it,
+// root/DistributionDir/FILE at DistributionPath and root/DockerDir/PATH
+// at DockerPath, and nothing else: no listings, no other paths.
 func Handler(root string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -59,6 +72,8 @@ func Handler(root string) http.Handler {
 			p = filepath.Join(root, m[1], filepath.FromSlash(m[2]))
 		} else if m := distributionPath.FindStringSubmatch(r.URL.Path); m != nil {
 			p = filepath.Join(root, DistributionDir, filepath.FromSlash(m[1]))
+		} else if m := dockerPath.FindStringSubmatch(r.URL.Path); m != nil {
+			p = filepath.Join(root, DockerDir, filepath.FromSlash(m[1]))
 		} else {
 			http.NotFound(w, r)
 			return

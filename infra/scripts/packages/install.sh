@@ -1,8 +1,10 @@
 # Installs .Pinned (NAME=VERSION each) from apt and holds .Names there,
 # so an unattended upgrade never moves them; then enables the unit
-# .Enable, when set. With a .Repo, its key is fetched into .Repo.Keyring
-# when the keyring is missing and no key was uploaded (.Repo.Fetch), and
-# only its sources list (.Repo.Sources, uploaded before) is updated.
+# .Enable, when set. .Replaces, the packages .Names conflict with, are
+# unheld first: apt removes a conflicting package, but not a held one.
+# With a .Repo, its key is fetched into .Repo.Keyring when the keyring is
+# missing and no key was uploaded (.Repo.Fetch), and only its sources
+# list (.Repo.Sources, uploaded before) is updated.
 export DEBIAN_FRONTEND=noninteractive
 {{- with .Repo}}{{if .Fetch}}
 if [ ! -s {{q .Keyring}} ]; then
@@ -19,6 +21,9 @@ if [ ! -s {{q .Keyring}} ]; then
 	mv {{q (printf "%s.tmp" .Keyring)}} {{q .Keyring}}
 fi
 {{- end}}{{end}}
+{{- with .Replaces}}
+apt-mark unhold {{qs .}} >/dev/null 2>&1 || true
+{{- end}}
 install_pinned() {
 	apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confold {{qs .Pinned}}
 }

@@ -4,9 +4,11 @@ set -eu
 (set -o pipefail) 2>/dev/null && set -o pipefail
 # Installs .Pinned (NAME=VERSION each) from apt and holds .Names there,
 # so an unattended upgrade never moves them; then enables the unit
-# .Enable, when set. With a .Repo, its key is fetched into .Repo.Keyring
-# when the keyring is missing and no key was uploaded (.Repo.Fetch), and
-# only its sources list (.Repo.Sources, uploaded before) is updated.
+# .Enable, when set. .Replaces, the packages .Names conflict with, are
+# unheld first: apt removes a conflicting package, but not a held one.
+# With a .Repo, its key is fetched into .Repo.Keyring when the keyring is
+# missing and no key was uploaded (.Repo.Fetch), and only its sources
+# list (.Repo.Sources, uploaded before) is updated.
 export DEBIAN_FRONTEND=noninteractive
 if [ ! -s '/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg' ]; then
 	if ! command -v curl >/dev/null || ! command -v gpg >/dev/null; then

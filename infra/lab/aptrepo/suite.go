@@ -1,0 +1,144 @@
+package aptrepo
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/md5"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/homelab-dev/homelab/roles/runtimepkg"
+)
+
+// WriteSuite makes dir a repository in Docker's layout (what
+// download.docker.com/linux/debian serves): the packages under
+// pool/COMPONENT/, their index under dists/SUITE/COMPONENT/binary-ARCH/,
+// dists/SUITE/Release listing it, signed inline and apart with key, and
+// the key, armoured, as gpg at the top, where Docker's install guide
+// fetches it. It replaces what dir held.
+func WriteSuite(dir, arch, suite, component string, debs []string, key *Key) error {
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	pool := filepath.Join("pool", component)
+	binary := filepath.Join(component, "binary-"+arch)
+	dists := filepath.Join(tmp, "dists", suite)
+	for _, d := range []string{filepath.Join(tmp, pool), filepath.Join(dists, binary)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	var stanzas []stanza
+	for _, deb := range debs {
+		rel := pool + "/" + filepath.Base(deb)
+		if err := linkOrCopy(deb, filepath.Join(tmp, rel), 0o644); err != nil {
+			return err
+		}
+		st, err := indexEntry(filepath.Join(tmp, rel), rel)
+		if err != nil {
+			return err
+		}
+		stanzas = append(stanzas, st)
+	}
+	sort.Slice(stanzas, func(i, j int) bool { return stanzas[i].key < stanzas[j].key })
+	var index bytes.Buffer
+	for i, st := range stanzas {
+		if i > 0 {
+			index.WriteString("\n")
+		}
+		index.WriteString(st.text)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(index.Bytes())
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: Docker CE (emulated homelab)\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: the emulated homelab's stand-in for Docker's repository\n",
+		suite, suite, time.Now().UTC().Format(time.RFC1123), arch, component)
+	md5s, sha256s := "MD5Sum:\n", "SHA256:\n"
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"Packages", index.Bytes()}, {"Packages.gz", gz.Bytes()}} {
+		rel := filepath.ToSlash(filepath.Join(binary, f.name))
+		if err := os.WriteFile(filepath.Join(dists, rel), f.data, 0o644); err != nil {
+			return err
+		}
+		m, s := md5.Sum(f.data), sha256.Sum256(f.data)
+		md5s += fmt.Sprintf(" %x %d %s\n", m, len(f.data), rel)
+		sha256s += fmt.Sprintf(" %x %d %s\n", s, len(f.data), rel)
+	}
+	if err := os.WriteFile(filepath.Join(dists, "Release"), []byte(release+md5s+sha256s), 0o644); err != nil {
+		return err
+	}
+	if err := key.Sign(dists); err != nil {
+		return err
+	}
+	armored, err := os.ReadFile(key.Armored())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, runtimepkg.KeyFile), armored, 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// ContainerdIO is Docker's containerd.io at version (2.2.9-1) made of
+// the binaries given: containerd and runc in one package that takes the
+// place of the distribution's containerd and runc, with containerd's unit
+// and the config.toml Docker ships, which disables the CRI plugin (a
+// node left with it cannot run the kubelet's pods: up's managed
+// config.toml replaces it).
+func ContainerdIO(version, containerd, runc string) Spec {
+	return Spec{
+		Name: runtimepkg.DockerPackage, Version: version, Section: "devel",
+		Provides: "containerd, runc", Conflicts: "containerd, runc", Replaces: "containerd, runc",
+		Description: "An open and reliable container runtime (the emulated homelab's stand-in for Docker's package, built from containerd's own release)",
+		Files: []File{
+			{Path: "/usr/bin/containerd", Mode: 0o755, Src: containerd},
+			{Path: "/usr/bin/runc", Mode: 0o755, Src: runc},
+			{Path: "/lib/systemd/system/containerd.service", Mode: 0o644, Content: []byte(containerdUnit)},
+			{Path: "/etc/containerd/config.toml", Mode: 0o644, Content: []byte(dockerConfig), Conffile: true},
+		},
+	}
+}
+
+// containerdUnit is containerd's own containerd.service, as
+// containerd.io installs it.
+const containerdUnit = `[Unit]
+Description=containerd container runtime
+Documentation=https://containerd.io
+After=network.target dbus.service
+
+[Service]
+ExecStartPre=-/sbin/modprobe overlay
+ExecStart=/usr/bin/containerd
+Type=notify
+Delegate=yes
+KillMode=process
+Restart=always
+RestartSec=5
+LimitNPROC=infinity
+LimitCORE=infinity
+TasksMax=infinity
+OOMScoreAdjust=-999
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// dockerConfig is what containerd.io's config.toml says: Docker Engine
+// needs no CRI, so it is disabled.
+const dockerConfig = `# containerd.io's own: the CRI plugin off, as Docker Engine needs none.
+disabled_plugins = ["cri"]
+`
