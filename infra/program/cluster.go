@@ -197,6 +197,14 @@ func (b *build) upgrade() error {
 	return err
 }
 
+// runtimeDone is what the next node's runtime packages wait for: the last
+// node's containerd restarted on its configuration (and, on a
+// control-plane node, its control plane healthy again), else its package.
+// A package swap restarts the node's pods; the next node's must wait.
+func (b *build) runtimeDone() pulumi.Resource {
+	return cmp.Or(b.runtime, b.runtimePkg)
+}
+
 // controlPlanes: every control-plane node's keepalived runs before init,
 // so the endpoint answers while kubeadm bootstraps through it; one node at
 // a time: restarting every instance at once (new peers after a
@@ -204,7 +212,7 @@ func (b *build) upgrade() error {
 // intervals.
 func (b *build) controlPlanes() error {
 	for _, n := range b.cps {
-		pkg, err := declareRuntimePackages(b.ctx, b.planes[n.Name], b.cfg, n, connection(b.cfg, n), b.planes[n.Name].Host, b.runtimePkg)
+		pkg, err := declareRuntimePackages(b.ctx, b.planes[n.Name], b.cfg, n, connection(b.cfg, n), b.planes[n.Name].Host, b.runtimeDone())
 		if err != nil {
 			return err
 		}
@@ -359,7 +367,7 @@ func (b *build) controlPlaneJoins() error {
 func (b *build) workers() error {
 	b.joins = slices.Clone(b.cpJoins)
 	for _, n := range b.inv.Workers() {
-		pkg, err := declareRuntimePackages(b.ctx, b.workerOf[n.Name], b.cfg, n, connection(b.cfg, n), b.workerOf[n.Name].Host, b.runtimePkg)
+		pkg, err := declareRuntimePackages(b.ctx, b.workerOf[n.Name], b.cfg, n, connection(b.cfg, n), b.workerOf[n.Name].Host, b.runtimeDone())
 		if err != nil {
 			return err
 		}

@@ -24,12 +24,21 @@ func declareRuntime(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n i
 	if after != nil {
 		deps = append(deps, after)
 	}
-	return register(ctx, "Service", n.Name+":"+containerd.Unit, pulumi.Map{
+	args := pulumi.Map{
 		"connection":  conn,
 		"name":        pulumi.String(containerd.Unit),
 		"trigger":     pulumi.String(file.Trigger(files, containerd.Unit)),
 		"keepRunning": pulumi.Bool(true),
-	}, &ServiceHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
+	}
+	if n.IsControlPlane() {
+		inv := cfg.Inventory
+		args["controlPlane"] = pulumi.Map{
+			"address":  pulumi.String(n.Address),
+			"port":     pulumi.Int(inv.Cluster.Endpoint.APIPort()),
+			"endpoint": pulumi.String(inv.Endpoint()),
+		}
+	}
+	return register(ctx, "Service", n.Name+":"+containerd.Unit, args, &ServiceHandle{}, pulumi.Parent(parent), pulumi.DependsOn(deps))
 }
 
 // declareRuntimePackages declares, when the inventory pins them

@@ -74,8 +74,10 @@ func TestRuntimePackagesNodeByNode(t *testing.T) {
 		if !dependsOn(runc, "homelab:index:Host", n) || !dependsOn(ctrd, pkgToken, n+":runc") {
 			t.Errorf("%s: runc after the Host %v, containerd after runc %v", n, runc.deps, ctrd.deps)
 		}
-		if prev != "" && !dependsOn(runc, pkgToken, prev+":"+containerd.Unit) {
-			t.Errorf("%s installs beside %s: %v", n, prev, runc.deps)
+		// After the previous node's containerd restarted (and its
+		// control plane came back): a swap restarts its pods.
+		if prev != "" && !dependsOn(runc, serviceToken, prev+":"+containerd.Unit) {
+			t.Errorf("%s installs before %s's containerd restarted: %v", n, prev, runc.deps)
 		}
 		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !dependsOn(f, pkgToken, n+":"+containerd.Unit) {
 			t.Errorf("%s's config.toml is written before its containerd package: %v", n, f.deps)
@@ -125,8 +127,12 @@ func TestRuntimePackagesFromDockersRepository(t *testing.T) {
 		if f := m.get(t, "homelab:index:File", n+":"+containerd.ConfigPath); !strings.Contains(f.inputs["content"].StringValue(), "version = 3") {
 			t.Errorf("%s's config.toml is not containerd 2's:\n%s", n, f.inputs["content"].StringValue())
 		}
-		if prev != "" && !dependsOn(pkg, pkgToken, prev+":"+containerd.Unit) {
-			t.Errorf("%s installs beside %s: %v", n, prev, pkg.deps)
+		if prev != "" && !dependsOn(pkg, serviceToken, prev+":"+containerd.Unit) {
+			t.Errorf("%s installs before %s's containerd restarted: %v", n, prev, pkg.deps)
+		}
+		svc := m.get(t, serviceToken, n+":"+containerd.Unit)
+		if cp := svc.inputs["controlPlane"]; strings.HasPrefix(n, "cp-") != cp.IsObject() {
+			t.Errorf("%s's containerd Service waits for a control plane: %v", n, cp)
 		}
 		prev = n
 	}

@@ -89,6 +89,13 @@ func (s *ServiceArgs) Annotate(a infer.Annotator) {
 	a.Describe(&s.Name, "The systemd unit, e.g. keepalived.")
 	a.Describe(&s.Trigger, "A checksum of the files the unit reads: when it changes, the unit is restarted.")
 	a.Describe(&s.KeepRunning, "Leave the unit enabled and running when this resource is deleted (the container runtime handed back to the user).")
+	a.Describe(&s.ControlPlane, "On a control-plane node's containerd: after each restart, wait until the node's etcd member and apiserver are healthy again.")
+}
+
+func (c *ServiceControlPlane) Annotate(a infer.Annotator) {
+	a.Describe(&c.Address, "The node's address, where its apiserver and etcd member answer.")
+	a.Describe(&c.Port, "The apiserver's port.")
+	a.Describe(&c.Endpoint, "The controlPlaneEndpoint (host:port), through which the API must answer too.")
 }
 
 func (s *ServiceState) Annotate(a infer.Annotator) {

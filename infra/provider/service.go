@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
@@ -10,6 +11,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/containerd"
 	"github.com/homelab-dev/homelab/roles/keepalived"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // Service is a systemd unit kept enabled and running. Its live state is
@@ -25,6 +27,22 @@ type ServiceArgs struct {
 	// goes: the container runtime, whose configuration the user takes
 	// back (cluster.containerRuntime.manage: false), still runs every pod.
 	KeepRunning bool `pulumi:"keepRunning,optional"`
+	// ControlPlane, on a control-plane node's containerd, is waited for
+	// after each restart: a new containerd release (a package swap) does
+	// not adopt the old one's containers, and the kubelet starts etcd
+	// and the apiserver anew. The next node's runtime waits for this one:
+	// two control-plane nodes restarting at once would cost etcd its
+	// quorum.
+	ControlPlane *ServiceControlPlane `pulumi:"controlPlane,optional"`
+}
+
+// ServiceControlPlane is where the node's control plane answers.
+type ServiceControlPlane struct {
+	Address string `pulumi:"address"`
+	Port    int    `pulumi:"port"`
+	// Endpoint is the controlPlaneEndpoint (host:port), through which the
+	// API must answer too.
+	Endpoint string `pulumi:"endpoint,optional"`
 }
 
 type ServiceState struct {
@@ -64,7 +82,28 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	if restart {
 		verb = "restart"
 	}
-	return startUnit(ctx, c, node, in.Name, verb)
+	if err := startUnit(ctx, c, node, in.Name, verb); err != nil {
+		return err
+	}
+	return controlPlaneBack(ctx, c, in)
+}
+
+// controlPlaneBack waits, after containerd (re)started on a control-plane
+// node that runs its control plane, for its etcd member and apiserver to
+// be healthy again (waitHealthy). A node yet to run kubeadm has none.
+func controlPlaneBack(ctx context.Context, c ssh.Executor, in ServiceArgs) error {
+	cp := in.ControlPlane
+	if cp == nil || in.Name != containerd.Unit {
+		return nil
+	}
+	if _, err := c.Read(ctx, nodefacts.Manifest(nodefacts.KubeAPIServer)); err != nil {
+		return nil // no control plane on the node yet
+	}
+	a := ControlPlaneAddressArgs{Connection: in.Connection, Address: cp.Address, Port: cp.Port, Endpoint: cp.Endpoint}
+	if err := waitHealthy(ctx, c, a, settle{components: []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler}, endpoint: cp.Endpoint != ""}); err != nil {
+		return fmt.Errorf("%s: its control plane after containerd restarted: %w", in.Connection.Node, err)
+	}
+	return nil
 }
 
 // startUnit starts or restarts unit on node (verb), holding the endpoint

@@ -11,6 +11,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
 	"github.com/homelab-dev/homelab/roles/containerd"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // fakeUnit emulates systemctl for one unit on a node: enable, start,
@@ -219,5 +220,46 @@ func TestServiceDeleteUnreachable(t *testing.T) {
 	lab.config().allowDestroy = "gpu-3"
 	if _, err := (Service{}).Delete(lab.ctx(), infer.DeleteRequest[ServiceState]{ID: "id", State: st}); err != nil {
 		t.Errorf("with consent: %v", err)
+	}
+}
+
+// A control-plane node's containerd: after its restart the step waits for
+// the node's etcd member and apiserver (and controller-manager and
+// scheduler) to answer, since a new containerd release starts every pod
+// anew; a node whose control plane is not there yet (before kubeadm init)
+// is not waited for, and neither is a worker's.
+func TestRuntimeServiceWaitsForTheControlPlane(t *testing.T) {
+	lab := newFakeLab(t)
+	n := lab.node("cp-1")
+	serveUnit(n, containerd.Unit)
+	ctx := withProbes(lab.ctx(), fakeProbes(nil))
+	in := ServiceArgs{Connection: lab.conn("cp-1"), Name: containerd.Unit, Trigger: "t1", KeepRunning: true,
+		ControlPlane: &ServiceControlPlane{Address: "10.0.0.11", Port: 6443, Endpoint: "10.0.0.100:6443"}}
+	created, err := (Service{}).Create(ctx, infer.CreateRequest[ServiceArgs]{Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := n.probed(); len(p) != 0 {
+		t.Errorf("waited for a control plane the node does not run yet: %v", p)
+	}
+	n.put(nodefacts.Manifest(nodefacts.KubeAPIServer), "kind: Pod\n", 0o600)
+	n.put(nodefacts.CACert, "", 0o644)
+	n.reset()
+	next := in
+	next.Trigger = "t2"
+	if _, err := (Service{}).Update(ctx, infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: next, State: created.Output}); err != nil {
+		t.Fatal(err)
+	}
+	probed := strings.Join(n.probed(), "; ")
+	for _, want := range []string{"etcd", "readyz 10.0.0.11:6443", "readyz 10.0.0.100:6443"} {
+		if !strings.Contains(probed, want) {
+			t.Errorf("after containerd restarted, the step did not wait for %q: %s", want, probed)
+		}
+	}
+	w := lab.node("gpu-1")
+	serveUnit(w, containerd.Unit)
+	w.put(nodefacts.Manifest(nodefacts.KubeAPIServer), "kind: Pod\n", 0o600)
+	if _, err := (Service{}).Create(ctx, infer.CreateRequest[ServiceArgs]{Inputs: ServiceArgs{Connection: lab.conn("gpu-1"), Name: containerd.Unit, Trigger: "t1"}}); err != nil || len(w.probed()) != 0 {
+		t.Errorf("a worker's containerd: %v, probed %v", err, w.probed())
 	}
 }
