@@ -218,8 +218,41 @@ func (l *Lab) buildDistributionRepo() error {
 	if err != nil {
 		return err
 	}
-	return aptrepo.WriteDistribution(filepath.Join(l.aptRepoDir(), aptrepo.DistributionDir), arch, distributionSuite, debs, key)
+	if err := aptrepo.WriteDistribution(filepath.Join(l.aptRepoDir(), aptrepo.DistributionDir), arch, distributionSuite, debs, key); err != nil {
+		return err
+	}
+	return l.buildDockerRepo(root, arch, key)
 }
+
+// buildDockerRepo writes the lab's stand-in for Docker's repository
+// (DockerRepository): containerd.io made of the containerd 2 the tools
+// cache builds (infra/tools/build-containerd.sh) and Debian's runc from
+// the real nodes' rootfs, in Docker's layout for the rootfs's suite. The
+// package is built once per containerd build, beside it.
+func (l *Lab) buildDockerRepo(root, arch string, key *aptrepo.Key) error {
+	ctrd, err := l.buildScript(root, "containerd")
+	if err != nil {
+		return err
+	}
+	rootfs, err := l.buildScript(root, "rootfs")
+	if err != nil {
+		return err
+	}
+	version := strings.TrimPrefix(filepath.Base(ctrd), "containerd-v") + "-1"
+	deb, err := aptrepo.Build(filepath.Join(ctrd, "debs"), arch, aptrepo.ContainerdIO(version, ctrd, filepath.Join(rootfs, "usr", "sbin", "runc")))
+	if err != nil {
+		return err
+	}
+	return aptrepo.WriteSuite(filepath.Join(l.aptRepoDir(), aptrepo.DockerDir), arch, distributionSuite, "stable", []string{deb}, key)
+}
+
+// DockerRepository is the URL of the lab's stand-in for Docker's
+// repository (cluster.containerRuntime.packages.repository.url), whose
+// suite is DistributionSuite; the lab's key signs it (AptKeyringPath).
+func DockerRepository(s *State) string { return "http://" + s.Gateway + aptrepo.DockerPath }
+
+// DistributionSuite is the real nodes' Debian release.
+const DistributionSuite = distributionSuite
 
 // distributionFiles are a real node's apt sources: the lab's distribution
 // repository at gateway, in place of Debian's mirror, and the key it is

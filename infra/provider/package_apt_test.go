@@ -258,7 +258,7 @@ func TestRuntimePackagesRealAptFromDockersRepository(t *testing.T) {
 	if err != nil {
 		toolstest.Missing(t, err.Error())
 	}
-	containerd2 := filepath.Join(toolstest.Built(t, "containerd"), "containerd")
+	containerd2 := toolstest.Built(t, "containerd")
 	runc := filepath.Join(toolstest.Built(t, "rootfs"), "usr", "sbin", "runc")
 	debian, err := filepath.Glob(filepath.Join(toolstest.Built(t, "runtime-debs"), "*.deb"))
 	if err != nil || len(debian) != 2 {

@@ -15,6 +15,7 @@ import (
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
+	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/images"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
@@ -85,6 +86,20 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 		t.Fatalf("solo's containerd and runc versions: %q", pins)
 	}
 	e.node(ctx, "w1", "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q containerd runc >/dev/null && ! command -v containerd")
+	// Without pins, up configures the containerd a node has and installs
+	// none: w1 is refused before anything is written to it, naming both
+	// ways to get one (before, it got its config.toml and failed at
+	// containerd's restart).
+	const files = "find /etc/containerd /etc/kubernetes -type f 2>/dev/null | sort"
+	before := e.node(ctx, "w1", files)
+	bare := e.open(ctx, e.inventory("unpinned", func(inv string) string { return inv }))
+	if _, err := bare.Up(ctx, true); err == nil || !strings.Contains(err.Error(), "w1") || !strings.Contains(err.Error(), "lacks containerd") ||
+		!strings.Contains(err.Error(), "cluster.containerRuntime.packages") {
+		t.Errorf("up without pins on w1 without containerd: %v", err)
+	}
+	if after := e.node(ctx, "w1", files); after != before {
+		t.Errorf("w1 was written to by the refused up: its files were\n%s\nand are\n%s", before, after)
+	}
 	s := e.open(ctx, e.inventory("pinned", func(inv string) string { return pinRuntime(inv, pins[0], pins[1]) }))
 	start := time.Now()
 	e.up(ctx, s)
@@ -201,6 +216,50 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
 		t.Errorf("doctor's runtime row for w1 after up put the file back: %+v (found %v)", f, ok)
 	}
+
+	// containerd 2, the way to Kubernetes v1.36: Docker's containerd.io
+	// from the lab's stand-in for Docker's repository (containerd 2.2.9
+	// built from its module, Debian's runc) takes the place of Debian's
+	// held containerd and runc on both nodes, one after the other, and up
+	// writes containerd 2's configuration (config version 3) over the one
+	// Docker ships, which disables the CRI. The real kubelet then runs a
+	// pod on it, in its own cgroups.
+	st, err := e.lab.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docker := e.open(ctx, e.inventory("containerd.io", func(inv string) string {
+		return dockerRuntime(inv, lab.DockerRepository(st), lab.DistributionSuite, e.lab.AptKeyringPath())
+	}))
+	start = time.Now()
+	e.up(ctx, docker)
+	t.Logf("figures: up moving both nodes to containerd.io: %s", time.Since(start).Round(100*time.Millisecond))
+	for _, n := range []string{"solo", "w1"} {
+		got := e.node(ctx, n, `containerd --version; dpkg-query -W -f='${db:Status-Abbrev}${Version}\n' containerd.io; head -c 400 `+config+` | grep -c '^version = 3' || true`)
+		if !strings.Contains(got, "v2.2.9") || !strings.Contains(got, "hi 2.2.9-1") || !strings.HasSuffix(strings.TrimSpace(got), "1") {
+			t.Errorf("%s after containerd.io: %q, want containerd v2.2.9, containerd.io held, config version 3", n, got)
+		}
+	}
+	e.verify(ctx, docker)
+	rep = e.doctor(ctx, docker.Inv, docker.Bundle)
+	if f, ok := runtimeRow(rep, "w1"); !ok || f.Status != doctor.OK || !strings.Contains(f.Detail, "2.2.9") {
+		t.Errorf("doctor's runtime row for w1 on containerd 2: %+v (found %v)", f, ok)
+	}
+	e.node(ctx, "solo", labKubectl+"delete pod cgroup-probe --wait=true")
+	e.node(ctx, "solo", pod)
+	if out, err := e.lab.Run(ctx, "solo", labKubectl+"wait --for=condition=Ready pod/cgroup-probe --timeout=120s"); err != nil {
+		t.Fatalf("a pod on w1 with containerd 2: %v %s\n%s", err, out, e.node(ctx, "solo", labKubectl+"describe pod cgroup-probe | tail -n 8"))
+	}
+	if cg := e.probeCgroup(ctx); !strings.HasPrefix(cg, "/kubepods.slice/") {
+		t.Errorf("the pod's container is in %q on containerd 2, want the kubelet's kubepods.slice", cg)
+	}
+}
+
+// dockerRuntime takes the runtime from Docker's repository (url, suite,
+// signed by the key in keyring) at containerd 2.2.9 in an
+// inventory/lab.yaml variant.
+func dockerRuntime(inv, url, suite, keyring string) string {
+	return pinRuntimeWith(inv, "packages: {containerd: \"2.2.9-1\", repository: {url: \""+url+"\", suite: "+suite+", keyring: \""+keyring+"\"}}")
 }
 
 // unmanageRuntime leaves containerd's configuration to the user in an
@@ -249,8 +308,14 @@ func (e *e2e) rollingRestart(ctx context.Context, s *Stack, nodes []string) {
 // pinRuntime pins the runtime's packages in inventory/lab.yaml's
 // containerRuntime.
 func pinRuntime(inv, containerd, runc string) string {
+	return pinRuntimeWith(inv, "packages: {containerd: \""+containerd+"\", runc: \""+runc+"\"}")
+}
+
+// pinRuntimeWith adds packages (a YAML line) to inventory/lab.yaml's
+// containerRuntime.
+func pinRuntimeWith(inv, packages string) string {
 	re := regexp.MustCompile(`(containerRuntime:[^\n]*\n)`)
-	out := re.ReplaceAllString(inv, "${1}    packages: {containerd: \""+containerd+"\", runc: \""+runc+"\"}\n")
+	out := re.ReplaceAllString(inv, "${1}    "+packages+"\n")
 	if out == inv {
 		panic("inventory/lab.yaml has no cluster.containerRuntime to pin")
 	}
@@ -269,8 +334,19 @@ func unmanageRuntime(inv string) string {
 // probeCgroup is the memory cgroup of the cgroup-probe pod's container on
 // w1, as its process sees it.
 func (e *e2e) probeCgroup(ctx context.Context) string {
-	id := strings.TrimSpace(e.node(ctx, "w1", `ctr --namespace k8s.io containers ls --quiet 'labels."io.kubernetes.container.name"==cgroup-probe'`))
-	pid := strings.TrimSpace(e.node(ctx, "w1", "ctr --namespace k8s.io task ls | awk -v id="+id+" '$1 == id { print $2 }'"))
+	// ctr 2.x warns about cgroup v1 on stderr; a deleted pod's container
+	// may still be listed: the probe's is the one whose task runs.
+	ids := strings.Fields(e.node(ctx, "w1", `ctr --namespace k8s.io containers ls --quiet 'labels."io.kubernetes.container.name"==cgroup-probe' 2>/dev/null`))
+	var id, pid string
+	for _, line := range strings.Split(e.node(ctx, "w1", "ctr --namespace k8s.io task ls 2>/dev/null"), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "RUNNING" && slices.Contains(ids, f[0]) {
+			id, pid = f[0], f[1]
+		}
+	}
+	if pid == "" {
+		e.t.Errorf("no running task of the cgroup-probe containers %v on w1", ids)
+		return ""
+	}
 	cg := strings.TrimSpace(e.node(ctx, "w1", "awk -F: '$2 == \"memory\" { print $3 }' /proc/"+pid+"/cgroup"))
 	e.t.Logf("figures: the pod's container %.12s, pid %s, memory cgroup %s", id, pid, cg)
 	return cg

@@ -94,24 +94,39 @@ func WriteSuite(dir, arch, suite, component string, debs []string, key *Key) err
 }
 
 // ContainerdIO is Docker's containerd.io at version (2.2.9-1) made of
-// the binaries given: containerd and runc in one package that takes the
-// place of the distribution's containerd and runc, with containerd's unit
-// and the config.toml Docker ships, which disables the CRI plugin (a
-// node left with it cannot run the kubelet's pods: up's managed
-// config.toml replaces it).
-func ContainerdIO(version, containerd, runc string) Spec {
+// containerd's own build in dir (infra/tools/build-containerd.sh: the
+// daemon, its runc shim, ctr) and runc: one package that takes the place
+// of the distribution's containerd and runc, with containerd's unit and
+// the config.toml Docker ships, which disables the CRI plugin (a node
+// left with it cannot run the kubelet's pods: up's managed config.toml
+// replaces it).
+func ContainerdIO(version, dir, runc string) Spec {
 	return Spec{
 		Name: runtimepkg.DockerPackage, Version: version, Section: "devel",
 		Provides: "containerd, runc", Conflicts: "containerd, runc", Replaces: "containerd, runc",
 		Description: "An open and reliable container runtime (the emulated homelab's stand-in for Docker's package, built from containerd's own release)",
+		Postinst: containerdIOPostinst,
 		Files: []File{
-			{Path: "/usr/bin/containerd", Mode: 0o755, Src: containerd},
+			{Path: "/usr/bin/containerd", Mode: 0o755, Src: filepath.Join(dir, "containerd")},
+			{Path: "/usr/bin/containerd-shim-runc-v2", Mode: 0o755, Src: filepath.Join(dir, "containerd-shim-runc-v2")},
+			{Path: "/usr/bin/ctr", Mode: 0o755, Src: filepath.Join(dir, "ctr")},
 			{Path: "/usr/bin/runc", Mode: 0o755, Src: runc},
 			{Path: "/lib/systemd/system/containerd.service", Mode: 0o644, Content: []byte(containerdUnit)},
 			{Path: "/etc/containerd/config.toml", Mode: 0o644, Content: []byte(dockerConfig), Conffile: true},
 		},
 	}
 }
+
+// containerdIOPostinst enables and starts containerd, as the package's
+// does (deb-systemd-helper and deb-systemd-invoke), where systemd runs.
+const containerdIOPostinst = `#!/bin/sh
+set -e
+if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
+	systemctl daemon-reload
+	systemctl enable containerd.service >/dev/null 2>&1 || true
+	systemctl restart containerd.service || true
+fi
+`
 
 // containerdUnit is containerd's own containerd.service, as
 // containerd.io installs it.
