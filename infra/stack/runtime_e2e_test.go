@@ -15,8 +15,8 @@ import (
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/homelab-dev/homelab/infra/doctor"
-	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/infra/images"
+	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
 )

@@ -66,7 +66,7 @@ step "coredns of the upgrade" env COREDNS_VERSION=v1.13.1 bash "$here/build-core
 step "the real nodes' Debian root" bash "$here/build-rootfs.sh"
 step "the real nodes' runtime packages" bash "$here/build-runtime-debs.sh"
 step "pause" bash "$here/build-pause.sh"
-step "containerd 2, for its configuration oracle" bash "$here/build-containerd.sh"
+step "containerd 2, for its configuration oracle and the lab's containerd.io" bash "$here/build-containerd.sh"
 start=$SECONDS
 pulumi_dir=$(bash "$here/build-pulumi.sh")
 if (( SECONDS - start > 1 )); then echo "setup: the Pulumi CLI took $(( SECONDS - start ))s" >&2; fi

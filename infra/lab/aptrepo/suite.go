@@ -105,7 +105,7 @@ func ContainerdIO(version, dir, runc string) Spec {
 		Name: runtimepkg.DockerPackage, Version: version, Section: "devel",
 		Provides: "containerd, runc", Conflicts: "containerd, runc", Replaces: "containerd, runc",
 		Description: "An open and reliable container runtime (the emulated homelab's stand-in for Docker's package, built from containerd's own release)",
-		Postinst: containerdIOPostinst,
+		Postinst:    containerdIOPostinst,
 		Files: []File{
 			{Path: "/usr/bin/containerd", Mode: 0o755, Src: filepath.Join(dir, "containerd")},
 			{Path: "/usr/bin/containerd-shim-runc-v2", Mode: 0o755, Src: filepath.Join(dir, "containerd-shim-runc-v2")},
