@@ -93,6 +93,7 @@ func (s *ServiceArgs) Annotate(a infer.Annotator) {
 }
 
 func (c *ServiceControlPlane) Annotate(a infer.Annotator) {
+	a.Describe(&c, "Where a control-plane node's etcd member and apiserver answer, waited for after its containerd restarts.")
 	a.Describe(&c.Address, "The node's address, where its apiserver and etcd member answer.")
 	a.Describe(&c.Port, "The apiserver's port.")
 	a.Describe(&c.Endpoint, "The controlPlaneEndpoint (host:port), through which the API must answer too.")
