@@ -41,42 +41,18 @@ func write(dir, arch, label, description string, debs []string, key *Key) error 
 	if err := os.MkdirAll(filepath.Join(tmp, arch), 0o755); err != nil {
 		return err
 	}
-	var stanzas []stanza
-	seen := map[string]bool{}
-	for _, deb := range debs {
-		name := filepath.Base(deb)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		rel := arch + "/" + name
-		if err := linkOrCopy(deb, filepath.Join(tmp, rel), 0o644); err != nil {
-			return err
-		}
-		st, err := indexEntry(filepath.Join(tmp, rel), rel)
-		if err != nil {
-			return err
-		}
-		stanzas = append(stanzas, st)
+	stanzas, err := pool(tmp, arch, debs)
+	if err != nil {
+		return err
 	}
-	sort.Slice(stanzas, func(i, j int) bool { return stanzas[i].key < stanzas[j].key })
-	var index bytes.Buffer
-	for i, st := range stanzas {
-		if i > 0 {
-			index.WriteString("\n")
-		}
-		index.WriteString(st.text)
-	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(index.Bytes())
-	if err := zw.Close(); err != nil {
+	index, gz, err := packagesIndex(stanzas)
+	if err != nil {
 		return err
 	}
 	files := []struct {
 		name string
 		data []byte
-	}{{"Packages", index.Bytes()}, {"Packages.gz", gz.Bytes()}}
+	}{{"Packages", index}, {"Packages.gz", gz}}
 	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: %s (emulated homelab)\nDate: %s\nArchitectures: %s\nDescription: %s\n",
 		label, time.Now().UTC().Format(time.RFC1123), arch, description)
 	md5s, sha256s := "MD5Sum:\n", "SHA256:\n"
@@ -111,6 +87,50 @@ func write(dir, arch, label, description string, debs []string, key *Key) error 
 }
 
 type stanza struct{ key, text string }
+
+// pool links each of debs (once per file name) into root/dir and returns
+// their index entries, Filename relative to root.
+func pool(root, dir string, debs []string) ([]stanza, error) {
+	var stanzas []stanza
+	seen := map[string]bool{}
+	for _, deb := range debs {
+		name := filepath.Base(deb)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		rel := dir + "/" + name
+		if err := linkOrCopy(deb, filepath.Join(root, rel), 0o644); err != nil {
+			return nil, err
+		}
+		st, err := indexEntry(filepath.Join(root, rel), rel)
+		if err != nil {
+			return nil, err
+		}
+		stanzas = append(stanzas, st)
+	}
+	return stanzas, nil
+}
+
+// packagesIndex is a Packages index of stanzas, by file name, and its
+// gzip.
+func packagesIndex(stanzas []stanza) (index, gz []byte, err error) {
+	sort.Slice(stanzas, func(i, j int) bool { return stanzas[i].key < stanzas[j].key })
+	var b bytes.Buffer
+	for i, st := range stanzas {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(st.text)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(b.Bytes())
+	if err := zw.Close(); err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), z.Bytes(), nil
+}
 
 // indexEntry is a package's paragraph in Packages: its control fields as
 // dpkg-deb reads them, then where it is and its size and hashes.

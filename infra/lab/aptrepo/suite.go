@@ -1,14 +1,11 @@
 package aptrepo
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/md5"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/homelab-dev/homelab/roles/runtimepkg"
@@ -25,38 +22,20 @@ func WriteSuite(dir, arch, suite, component string, debs []string, key *Key) err
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	pool := filepath.Join("pool", component)
+	poolDir := filepath.Join("pool", component)
 	binary := filepath.Join(component, "binary-"+arch)
 	dists := filepath.Join(tmp, "dists", suite)
-	for _, d := range []string{filepath.Join(tmp, pool), filepath.Join(dists, binary)} {
+	for _, d := range []string{filepath.Join(tmp, poolDir), filepath.Join(dists, binary)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	var stanzas []stanza
-	for _, deb := range debs {
-		rel := pool + "/" + filepath.Base(deb)
-		if err := linkOrCopy(deb, filepath.Join(tmp, rel), 0o644); err != nil {
-			return err
-		}
-		st, err := indexEntry(filepath.Join(tmp, rel), rel)
-		if err != nil {
-			return err
-		}
-		stanzas = append(stanzas, st)
+	stanzas, err := pool(tmp, filepath.ToSlash(poolDir), debs)
+	if err != nil {
+		return err
 	}
-	sort.Slice(stanzas, func(i, j int) bool { return stanzas[i].key < stanzas[j].key })
-	var index bytes.Buffer
-	for i, st := range stanzas {
-		if i > 0 {
-			index.WriteString("\n")
-		}
-		index.WriteString(st.text)
-	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(index.Bytes())
-	if err := zw.Close(); err != nil {
+	index, gz, err := packagesIndex(stanzas)
+	if err != nil {
 		return err
 	}
 	release := fmt.Sprintf("Origin: homelab emulated homelab\nLabel: Docker CE (emulated homelab)\nSuite: %s\nCodename: %s\nDate: %s\nArchitectures: %s\nComponents: %s\nDescription: the emulated homelab's stand-in for Docker's repository\n",
@@ -65,7 +44,7 @@ func WriteSuite(dir, arch, suite, component string, debs []string, key *Key) err
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{"Packages", index.Bytes()}, {"Packages.gz", gz.Bytes()}} {
+	}{{"Packages", index}, {"Packages.gz", gz}} {
 		rel := filepath.ToSlash(filepath.Join(binary, f.name))
 		if err := os.WriteFile(filepath.Join(dists, rel), f.data, 0o644); err != nil {
 			return err
