@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
@@ -82,28 +83,46 @@ func converge(ctx context.Context, in ServiceArgs, restart bool) error {
 	if restart {
 		verb = "restart"
 	}
+	// A control plane healthy before the restart must be so after it; one
+	// that was not (expired certificates, a member being revived) is
+	// another step's to bring back, and the restart does not wait on it.
+	wasUp := hasControlPlane(ctx, c, in) && controlPlaneWait(ctx, c, in, min(controlPlaneCheck, configOf(ctx).probes.timeout)) == nil
 	if err := startUnit(ctx, c, node, in.Name, verb); err != nil {
 		return err
 	}
-	return controlPlaneBack(ctx, c, in)
-}
-
-// controlPlaneBack waits, after containerd (re)started on a control-plane
-// node that runs its control plane, for its etcd member and apiserver to
-// be healthy again (waitHealthy). A node yet to run kubeadm has none.
-func controlPlaneBack(ctx context.Context, c ssh.Executor, in ServiceArgs) error {
-	cp := in.ControlPlane
-	if cp == nil || in.Name != containerd.Unit {
+	if !wasUp {
 		return nil
 	}
-	if _, err := c.Read(ctx, nodefacts.Manifest(nodefacts.KubeAPIServer)); err != nil {
-		return nil // no control plane on the node yet
-	}
-	a := ControlPlaneAddressArgs{Connection: in.Connection, Address: cp.Address, Port: cp.Port, Endpoint: cp.Endpoint}
-	if err := waitHealthy(ctx, c, a, settle{components: []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler}, endpoint: cp.Endpoint != ""}); err != nil {
-		return fmt.Errorf("%s: its control plane after containerd restarted: %w", in.Connection.Node, err)
+	if err := controlPlaneWait(ctx, c, in, configOf(ctx).probes.timeout); err != nil {
+		return fmt.Errorf("%s: its control plane after containerd restarted: %w", node, err)
 	}
 	return nil
+}
+
+// controlPlaneCheck is how long the check before a restart waits: a
+// healthy control plane answers at once.
+const controlPlaneCheck = 10 * time.Second
+
+// hasControlPlane: the unit is a control-plane node's containerd
+// (in.ControlPlane) and the node runs its control plane (a node yet to
+// run kubeadm has none).
+func hasControlPlane(ctx context.Context, c ssh.Executor, in ServiceArgs) bool {
+	if in.ControlPlane == nil || in.Name != containerd.Unit {
+		return false
+	}
+	_, err := c.Read(ctx, nodefacts.Manifest(nodefacts.KubeAPIServer))
+	return err == nil
+}
+
+// controlPlaneWait waits up to wait for the node's etcd member,
+// apiserver, controller-manager and scheduler to answer, and the API
+// through the endpoint (waitHealthy).
+func controlPlaneWait(ctx context.Context, c ssh.Executor, in ServiceArgs, wait time.Duration) error {
+	pr := configOf(ctx).probes
+	pr.timeout = wait
+	cp := in.ControlPlane
+	a := ControlPlaneAddressArgs{Connection: in.Connection, Address: cp.Address, Port: cp.Port, Endpoint: cp.Endpoint}
+	return waitHealthy(withProbes(ctx, pr), c, a, settle{components: []string{nodefacts.KubeControllerManager, nodefacts.KubeScheduler}, endpoint: cp.Endpoint != ""})
 }
 
 // startUnit starts or restarts unit on node (verb), holding the endpoint

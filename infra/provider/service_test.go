@@ -1,12 +1,16 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pulumi/pulumi-go-provider/infer"
 
+	"github.com/homelab-dev/homelab/infra/apiprobe"
 	"github.com/homelab-dev/homelab/infra/scripts"
 	"github.com/homelab-dev/homelab/infra/scripts/shell"
 	"github.com/homelab-dev/homelab/infra/ssh"
@@ -255,6 +259,21 @@ func TestRuntimeServiceWaitsForTheControlPlane(t *testing.T) {
 		if !strings.Contains(probed, want) {
 			t.Errorf("after containerd restarted, the step did not wait for %q: %s", want, probed)
 		}
+	}
+	// A control plane down before the restart (expired certificates, a
+	// member being revived) is another step's: the restart goes ahead
+	// and does not wait on it.
+	down := fakeProbes(nil)
+	down.readyz = func(context.Context, ssh.Executor, apiprobe.Readyz, string) error { return errors.New("connection refused") }
+	down.timeout = 50 * time.Millisecond
+	n.reset()
+	after := next
+	after.Trigger = "t3"
+	if _, err := (Service{}).Update(withProbes(lab.ctx(), down), infer.UpdateRequest[ServiceArgs, ServiceState]{Inputs: after, State: created.Output}); err != nil {
+		t.Errorf("a restart under a control plane already down: %v", err)
+	}
+	if !n.asked("restart") {
+		t.Error("containerd was not restarted under a control plane already down")
 	}
 	w := lab.node("gpu-1")
 	serveUnit(w, containerd.Unit)
