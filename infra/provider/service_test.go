@@ -264,7 +264,9 @@ func TestRuntimeServiceWaitsForTheControlPlane(t *testing.T) {
 	// member being revived) is another step's: the restart goes ahead
 	// and does not wait on it.
 	down := fakeProbes(nil)
-	down.readyz = func(context.Context, ssh.Executor, apiprobe.Readyz, string) error { return errors.New("connection refused") }
+	down.readyz = func(context.Context, ssh.Executor, apiprobe.Readyz, string) error {
+		return errors.New("connection refused")
+	}
 	down.timeout = 50 * time.Millisecond
 	n.reset()
 	after := next
