@@ -45,9 +45,10 @@ func declareRuntime(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n i
 // (cluster.containerRuntime.packages), the node's runc and containerd
 // from its own apt sources, or Docker's containerd.io from its
 // repository, at those versions, held, once its Host is checked; after
-// is the previous node's containerd package. One node at a time: a new
-// containerd version is restarted into by dpkg itself, and a package
-// that breaks containerd then stops the up at the first node. It returns
+// is the previous node's containerd restarted on its configuration
+// (build.runtimeDone). One node at a time: a new containerd version is
+// restarted into by dpkg itself, and a package that breaks containerd
+// then stops the up at the first node. It returns
 // the containerd package, which the node's files (its config.toml over
 // the package's) wait for; nil when not pinned.
 func declareRuntimePackages(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inventory.Node, conn pulumi.Map, host *HostHandle, after pulumi.Resource) (pulumi.Resource, error) {

@@ -29,9 +29,10 @@ type ServiceArgs struct {
 	// back (cluster.containerRuntime.manage: false), still runs every pod.
 	KeepRunning bool `pulumi:"keepRunning,optional"`
 	// ControlPlane, on a control-plane node's containerd, is waited for
-	// after each restart: a new containerd release (a package swap) does
-	// not adopt the old one's containers, and the kubelet starts etcd
-	// and the apiserver anew. The next node's runtime waits for this one:
+	// after each restart, when it was up before: a new containerd release
+	// (a package swap) need not take over the old one's sandboxes (1.6 to
+	// 2.2 did not), and the kubelet then starts etcd and the apiserver
+	// anew. The next node's runtime waits for this one:
 	// two control-plane nodes restarting at once would cost etcd its
 	// quorum.
 	ControlPlane *ServiceControlPlane `pulumi:"controlPlane,optional"`
