@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -238,6 +239,9 @@ func apply(ctx context.Context, ac *action.Configuration, t Target, ch *chart.Ch
 		if err != nil {
 			return Live{}, fmt.Errorf("installing %s: %w", t.Release, err)
 		}
+		if err := record(ctx, ac, r); err != nil {
+			return Live{}, err
+		}
 		return live(r), nil
 	}
 	up := action.NewUpgrade(ac)
@@ -248,7 +252,14 @@ func apply(ctx context.Context, ac *action.Configuration, t Target, ch *chart.Ch
 	up.ResetValues = true
 	up.MaxHistory = 10
 	r, err := up.RunWithContext(ctx, t.Release, ch, values)
+	if err != nil && r != nil && r.Info != nil && r.Info.Status == release.StatusDeployed {
+		// The upgrade succeeded; only writing its record failed.
+		err = nil
+	}
 	if err == nil {
+		if err := record(ctx, ac, r); err != nil {
+			return Live{}, err
+		}
 		return live(r), nil
 	}
 	if good == 0 {
@@ -260,6 +271,38 @@ func apply(ctx context.Context, ac *action.Configuration, t Target, ch *chart.Ch
 		return Live{}, fmt.Errorf("upgrading %s: %w; rolling back to revision %d also failed: %v", t.Release, err, good, rbErr)
 	}
 	return Live{}, &RolledBackError{Release: t.Release, Revision: good, Err: err}
+}
+
+// recordWithin bounds how long record outlives an API that does not answer
+// (a control plane restarting, a VIP moving).
+var recordWithin = time.Minute
+
+// record makes the stored revision say what Helm returned. Helm only logs
+// a failed final write of an install ("failed to record the release") and
+// returns one of an upgrade whose resources are already up; either leaves
+// the stored revision pending while its resources run, and the next apply
+// would take that for an interrupted operation and uninstall or roll back
+// a working release.
+func record(ctx context.Context, ac *action.Configuration, r *release.Release) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, recordWithin, true, func(context.Context) (bool, error) {
+		stored, err := ac.Releases.Get(r.Name, r.Version)
+		if err == nil && stored.Info != nil && stored.Info.Status == r.Info.Status {
+			return true, nil
+		}
+		if err == nil {
+			if err = ac.Releases.Update(r); err == nil {
+				return true, nil
+			}
+		}
+		last = err
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s revision %d is %s, but recording it failed for %s (%v): run up again once the API answers",
+			r.Name, r.Version, r.Info.Status, recordWithin, last)
+	}
+	return nil
 }
 
 // RolledBackError: the upgrade failed and the release is back at Revision.

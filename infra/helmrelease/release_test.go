@@ -127,3 +127,94 @@ func TestOfficialChartOfflineNamesTheAirGappedOption(t *testing.T) {
 		t.Fatalf("offline fetch: %v", err)
 	}
 }
+
+// updateFails fails the writes of records with status, n times, as an API
+// that stops answering for a moment between Helm's wait and its last write.
+// It keeps copies, as the Secrets driver does: the memory driver keeps
+// Helm's own pointers, so a status set after a failed write would show.
+type updateFails struct {
+	driver.Driver
+	status release.Status
+	n      int
+}
+
+func copyOf(r *release.Release) *release.Release {
+	c := *r
+	if r.Info != nil {
+		info := *r.Info
+		c.Info = &info
+	}
+	return &c
+}
+
+func (u *updateFails) Create(key string, r *release.Release) error {
+	return u.Driver.Create(key, copyOf(r))
+}
+
+func (u *updateFails) Update(key string, r *release.Release) error {
+	if u.n > 0 && r.Info != nil && r.Info.Status == u.status {
+		u.n--
+		return errors.New("etcdserver: request timed out")
+	}
+	return u.Driver.Update(key, copyOf(r))
+}
+
+func (u *updateFails) Get(key string) (*release.Release, error) {
+	r, err := u.Driver.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	return copyOf(r), nil
+}
+
+func (u *updateFails) Query(labels map[string]string) ([]*release.Release, error) {
+	rs, err := u.Driver.Query(labels)
+	for i := range rs {
+		rs[i] = copyOf(rs[i])
+	}
+	return rs, err
+}
+
+func (u *updateFails) List(filter func(*release.Release) bool) ([]*release.Release, error) {
+	rs, err := u.Driver.List(filter)
+	for i := range rs {
+		rs[i] = copyOf(rs[i])
+	}
+	return rs, err
+}
+
+// Helm logs a failed final write and returns success: the stored revision
+// stays pending-install, which the next apply would take for an interrupted
+// install and uninstall. The write is retried until it lands.
+func TestApplyRecordsTheReleaseHelmFailedToRecord(t *testing.T) {
+	ctx := context.Background()
+	d := &updateFails{Driver: driver.NewMemory(), status: release.StatusDeployed, n: 2}
+	ac := fakeConfig(&kubefake.FailingKubeClient{PrintingKubeClient: kubefake.PrintingKubeClient{Out: io.Discard}})
+	ac.Releases = storage.Init(d)
+	if _, err := apply(ctx, ac, tgt, fixture("0.1.0"), nil, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := ac.Releases.Last("cilium"); cur.Version != 1 || cur.Info.Status != release.StatusDeployed {
+		t.Fatalf("after an install whose record failed twice: revision %d %s", cur.Version, cur.Info.Status)
+	}
+
+	// An upgrade whose last write fails is a succeeded upgrade, not one to
+	// roll back.
+	d.n = 1
+	l, err := apply(ctx, ac, tgt, fixture("0.1.1"), nil, time.Second)
+	if err != nil || l.Revision != 2 || l.Chart != "homelab-test-fixture-0.1.1" {
+		t.Fatalf("upgrade whose record failed once: %+v %v", l, err)
+	}
+	if cur, _ := ac.Releases.Last("cilium"); cur.Version != 2 || cur.Info.Status != release.StatusDeployed {
+		t.Fatalf("after the upgrade: revision %d %s", cur.Version, cur.Info.Status)
+	}
+
+	// An API that never takes the write: a named error, not a success the
+	// next apply would undo.
+	defer func(w time.Duration) { recordWithin = w }(recordWithin)
+	recordWithin = 3 * time.Second
+	d.n = 1 << 30
+	if _, err := apply(ctx, ac, tgt, fixture("0.1.2"), nil, time.Second); err == nil || !strings.Contains(err.Error(), "recording it failed") {
+		t.Fatalf("upgrade whose record never lands: %v", err)
+	}
+}
