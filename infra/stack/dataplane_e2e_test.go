@@ -372,6 +372,7 @@ func (e *e2e) noChanges(ctx context.Context, s *Stack, what string) {
 // survive re-applies and hand edits. A cluster built with the replacement
 // from the start is TestCertificatesInTheLab's (checkFreshCilium). The
 // nodes are real: the agent's pods and kube-proxy's run as containers.
+// Then, on the same cluster, the seed's re-addressed cp-1 (checkReaddress).
 func TestDataplaneSwapInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2EWith(t, nil, "*")
@@ -482,7 +483,13 @@ func TestDataplaneSwapInTheLab(t *testing.T) {
 	// back to the last good revision.
 	e.checkRollback(ctx, s)
 	e.noChanges(ctx, s, "up after the rollback")
+	t.Logf("figures: the dataplane's part %s", time.Since(start).Round(time.Second))
 
+	// The cluster is healthy and as the inventory says: the seed's
+	// incident on it, rather than on a build of its own.
+	readdress := time.Now()
+	e.checkReaddress(ctx, s, withDataplane("none"))
+	t.Logf("figures: the re-address part %s", time.Since(readdress).Round(time.Second))
 	t.Logf("figures: whole test %s", time.Since(start).Round(time.Second))
 }
 
