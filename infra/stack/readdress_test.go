@@ -46,7 +46,7 @@ func causesMention(rep *doctor.Report, words ...string) bool {
 // inventory has the new address one up recovers, with etcd keeping quorum
 // and the VIP endpoint unchanged throughout. It runs at the end of
 // TestDataplaneSwapInTheLab, on that test's cluster: a build of its own
-// was four of CI's minutes (issue 33's shared builds).
+// cost CI 2 to 4 minutes (issue 33's shared builds).
 func (e *e2e) checkReaddress(ctx context.Context, s *Stack, base func(string) string) {
 	t := e.t
 	t.Helper()
