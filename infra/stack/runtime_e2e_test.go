@@ -44,11 +44,12 @@ func doctorRow(rep *doctor.Report, check, node string) (doctor.Finding, bool) {
 // the kubelet systemd: doctor fails naming both drivers and the fix, and
 // a pod's container lands outside the kubelet's cgroups. The next up
 // rewrites the configuration and restarts containerd; doctor passes
-// again and a pod runs inside the kubelet's cgroups.
+// again and a pod runs inside the kubelet's cgroups. Then, on the same
+// cluster, its only copy of etcd's data kept (checkOnlyCopy).
 func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	needE2E(t)
 	e := newE2EWith(t, soloRealInventory, "*")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	const config = containerd.ConfigPath
 	if out := e.node(ctx, "w1", "grep -c SystemdCgroup "+config+" || true"); strings.TrimSpace(out) != "0" {
@@ -228,9 +229,10 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docker := e.open(ctx, e.inventory("containerd.io", func(inv string) string {
+	dockerInv := e.inventory("containerd.io", func(inv string) string {
 		return dockerRuntime(inv, lab.DockerRepository(st), lab.DistributionSuite, e.lab.AptKeyringPath())
-	}))
+	})
+	docker := e.open(ctx, dockerInv)
 	start = time.Now()
 	e.up(ctx, docker)
 	t.Logf("figures: up moving both nodes to containerd.io: %s", time.Since(start).Round(100*time.Millisecond))
@@ -253,6 +255,13 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if cg := e.probeCgroup(ctx); !strings.HasPrefix(cg, "/kubepods.slice/") {
 		t.Errorf("the pod's container is in %q on containerd 2, want the kubelet's kubepods.slice", cg)
 	}
+	e.node(ctx, "solo", labKubectl+"delete pod cgroup-probe --wait=true")
+
+	// The cluster is working and as the inventory says: its only copy of
+	// etcd's data kept, rather than on a build of its own.
+	onlyCopy := time.Now()
+	e.checkOnlyCopy(ctx, t, dockerInv)
+	t.Logf("figures: the only-copy part %s", time.Since(onlyCopy).Round(time.Second))
 }
 
 // dockerRuntime takes the runtime from Docker's repository (url, suite,
