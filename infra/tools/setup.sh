@@ -3,8 +3,8 @@
 # machine (root): the Debian packages of packages.txt, then kubeadm, the
 # control-plane binaries, the kubelet, etcd, the Pulumi CLI and its Go
 # language host built from their Go modules into a cache outside the
-# repository, the real nodes' Debian root filesystem and the pause binary
-# of their sandbox image. Two
+# repository, the lab's S3 server (versitygw), the real nodes' Debian root
+# filesystem and the pause binary of their sandbox image. Two
 # Kubernetes versions, each with the etcd its kubeadm deploys: the one the
 # project runs (tools.go's KubernetesVersion, EtcdVersion) and the one
 # `kubeadm upgrade` is tested against (UpgradeKubernetesVersion,
@@ -67,6 +67,7 @@ step "the real nodes' Debian root" bash "$here/build-rootfs.sh"
 step "the real nodes' runtime packages" bash "$here/build-runtime-debs.sh"
 step "pause" bash "$here/build-pause.sh"
 step "containerd 2, for its configuration oracle and the lab's containerd.io" bash "$here/build-containerd.sh"
+step "versitygw, the lab's S3 server" bash "$here/build-versitygw.sh"
 start=$SECONDS
 pulumi_dir=$(bash "$here/build-pulumi.sh")
 if (( SECONDS - start > 1 )); then echo "setup: the Pulumi CLI took $(( SECONDS - start ))s" >&2; fi

@@ -20,6 +20,8 @@ const (
 	EtcdVersion       = "v3.6.5"
 	CorednsVersion    = "v1.12.1"
 	PulumiVersion     = "v3.274.1"
+	// VersitygwVersion is the lab's S3 server (build-versitygw.sh).
+	VersitygwVersion = "v1.8.0"
 )
 
 // The second version, the one `kubeadm upgrade` is tested against, and the
@@ -68,6 +70,8 @@ func Dir(name string) string {
 	case "pulumi", "pulumi-language-go":
 		// The CLI finds its language hosts beside itself.
 		return filepath.Join(CacheDir(), "tools", "pulumi-"+PulumiVersion)
+	case "versitygw":
+		return filepath.Join(CacheDir(), "tools", "versitygw-"+VersitygwVersion)
 	}
 	return KubernetesDir(KubernetesVersion)
 }
@@ -89,6 +93,8 @@ func Script(name string) string {
 		s = "build-etcd.sh"
 	case "pulumi":
 		s = "build-pulumi.sh"
+	case "versitygw":
+		s = "build-versitygw.sh"
 	case "pulumi-language-go":
 		s = "setup.sh"
 	}
@@ -112,6 +118,8 @@ func versionOf(name string) string {
 		return EtcdVersion
 	case "pulumi", "pulumi-language-go":
 		return PulumiVersion
+	case "versitygw":
+		return VersitygwVersion
 	}
 	return KubernetesVersion
 }
