@@ -116,7 +116,7 @@ func newAdoptCommand() *cobra.Command {
 			}
 			a.Close()
 
-			s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.ErrOrStderr()})
+			s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Backend: f.state, Stack: f.stack, Progress: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

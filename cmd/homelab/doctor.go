@@ -21,7 +21,7 @@ func init() {
 }
 
 func newDoctorCommand() *cobra.Command {
-	var path, secrets, stateDir, stackName string
+	var path, secrets, stateDir, state, stackName string
 	cmd := &cobra.Command{
 		Use:   "doctor -f FILE",
 		Short: "Check the live cluster against the inventory and name what is wrong (exit 1 when something is)",
@@ -60,7 +60,7 @@ func newDoctorCommand() *cobra.Command {
 			defer cancel()
 			rep, err := doctor.Run(ctx, doctor.Target{Inventory: inv, Bundle: bundle, PrivateKey: key,
 				KnownHosts: inv.SSH.KnownHosts, Dial: doctor.DialFunc(dialer()), CommandLog: commandLog(),
-				MACs: recordedMACs(ctx, cmd, inv, path, stateDir, stackName)})
+				MACs: recordedMACs(ctx, cmd, inv, path, stateDir, state, stackName)})
 			if err != nil {
 				return err
 			}
@@ -74,6 +74,7 @@ func newDoctorCommand() *cobra.Command {
 	command.FileFlag(cmd, &path)
 	cmd.Flags().StringVar(&secrets, "secrets", "", "secrets bundle (default: <state-dir>/<stack>/secrets.yaml)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default "+stack.DefaultStateDir()+")")
+	cmd.Flags().StringVar(&state, "state", "", "the Pulumi state backend, as up's --state (default $PULUMI_BACKEND_URL, else the file backend in --state-dir)")
 	cmd.Flags().StringVar(&stackName, "stack", "", "stack name (default: the inventory's cluster name)")
 	return cmd
 }
@@ -81,7 +82,7 @@ func newDoctorCommand() *cobra.Command {
 // recordedMACs are the nodes' MACs the last up recorded, for nodes the
 // inventory declares without one; nil (with a note) when the stack
 // cannot be read, as doctor also serves clusters homelab did not build.
-func recordedMACs(ctx context.Context, cmd *cobra.Command, inv *inventory.Inventory, path, stateDir, stackName string) map[string][]string {
+func recordedMACs(ctx context.Context, cmd *cobra.Command, inv *inventory.Inventory, path, stateDir, state, stackName string) map[string][]string {
 	declared := true
 	for _, n := range inv.Nodes {
 		declared = declared && n.MAC != ""
@@ -91,7 +92,7 @@ func recordedMACs(ctx context.Context, cmd *cobra.Command, inv *inventory.Invent
 	if _, err := os.Stat(stack.BundlePath(stateDir, stackName)); declared || err != nil {
 		return nil
 	}
-	s, err := stack.Open(ctx, stack.Options{Inventory: path, StateDir: stateDir, Stack: stackName})
+	s, err := stack.Open(ctx, stack.Options{Inventory: path, StateDir: stateDir, Backend: state, Stack: stackName})
 	var macs map[string][]string
 	if err == nil {
 		macs, err = s.MACs(ctx)

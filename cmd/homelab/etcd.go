@@ -167,7 +167,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 					warnUnreachable(cmd.OutOrStdout(), f.inventory, rep)
 					return nil
 				}
-				s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
+				s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Backend: f.state, Stack: f.stack, Progress: cmd.OutOrStdout()})
 				if err != nil {
 					return err
 				}

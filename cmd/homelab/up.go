@@ -30,14 +30,15 @@ func init() {
 }
 
 type stackFlags struct {
-	inventory, secrets, stateDir, stack string
+	inventory, secrets, stateDir, state, stack string
 }
 
 func (f *stackFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.inventory, "file", "f", "", "inventory file (YAML)")
 	_ = cmd.MarkFlagRequired("file")
 	cmd.Flags().StringVar(&f.secrets, "secrets", "", "secrets bundle (default: <state-dir>/<stack>/secrets.yaml, created on first up)")
-	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "where the local Pulumi backend, passphrase and bundle live (default "+stack.DefaultStateDir()+"; PULUMI_BACKEND_URL overrides the backend)")
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", "", "where the local Pulumi backend, passphrase and bundle live (default "+stack.DefaultStateDir()+")")
+	cmd.Flags().StringVar(&f.state, "state", "", "the Pulumi state backend, shared by operators: s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT&region=us-east-1&s3ForcePathStyle=true, keys from AWS_ACCESS_KEY_ID or a profile (default $PULUMI_BACKEND_URL, else a file backend in --state-dir; docs/state.md)")
 	cmd.Flags().StringVar(&f.stack, "stack", "", "stack name (default: the inventory's cluster name)")
 }
 
@@ -54,7 +55,7 @@ func (f *stackFlags) open(cmd *cobra.Command) (*stack.Stack, context.Context, co
 		}
 	}
 	ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
-	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Stack: f.stack, Progress: cmd.OutOrStdout()})
+	s, err := stack.Open(ctx, stack.Options{Inventory: f.inventory, Secrets: f.secrets, StateDir: f.stateDir, Backend: f.state, Stack: f.stack, Progress: cmd.OutOrStdout()})
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err

@@ -212,7 +212,7 @@ func (s *Stack) PreviewChanges(ctx context.Context, refresh bool) ([]Change, err
 // PreviewChangesFor is PreviewChanges for what up would do given run
 // (--renew-certificates).
 func (s *Stack) PreviewChangesFor(ctx context.Context, refresh bool, run Run) ([]Change, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	ch := make(chan events.EngineEvent)

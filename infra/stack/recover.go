@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/infra/statebackend"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 )
 
@@ -22,17 +25,80 @@ import (
 // refresh --clear-pending-creates`; the provider's resources read their
 // live state, so the next up can clear both and converge instead.
 
-// clearStaleLocks removes lock files of the local backend whose process,
-// on this host, is gone. home is the stack's PULUMI_HOME, which tells its
-// processes from other stacks' (environment).
-func clearStaleLocks(backendURL, home string, progress func(string, ...any)) error {
-	dir, ok := strings.CutPrefix(backendURL, "file://")
-	if !ok {
-		return nil // another backend keeps its own locks
+// staleLock is a lock of the stack's backend and how to remove it.
+type staleLock struct {
+	Pid      int
+	Hostname string
+	remove   func() error
+}
+
+// clearStaleLocks removes the backend's locks whose process, on this
+// host, is gone. home is the stack's PULUMI_HOME, which tells its
+// processes from other stacks' (environment). A lock another machine
+// holds is never touched: only that machine can tell its run is gone.
+func clearStaleLocks(ctx context.Context, o Options, progress func(string, ...any)) error {
+	locks, err := backendLocks(ctx, o)
+	if err != nil {
+		return err
 	}
 	host, _ := os.Hostname()
+	home := pulumiHome(o.StateDir)
+	for _, lock := range locks {
+		if lock.Hostname != host || lock.Pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(lock.Pid, 0); err != syscall.ESRCH {
+			continue
+		}
+		// The CLI is gone, but a provider it started may live on and
+		// still be acting on nodes: a new run must not overlap it.
+		// Such a provider exits within a second of its CLI; give it a
+		// little longer before calling it stuck.
+		orphans := orphanProviders(home)
+		for wait := time.Now().Add(10 * time.Second); len(orphans) > 0 && time.Now().Before(wait); orphans = orphanProviders(home) {
+			time.Sleep(500 * time.Millisecond)
+		}
+		if len(orphans) > 0 {
+			return fmt.Errorf("the stack's lock belongs to pulumi process %d, which is gone, but its provider (PID %v) still runs, finishing node steps: wait for it to exit (or kill it), then run again", lock.Pid, orphans)
+		}
+		progress("removing a stale lock of pulumi process %d, which is gone (an interrupted run)\n", lock.Pid)
+		if err := lock.remove(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// backendLocks lists the locks of the stack's backend: every lock file
+// under a file backend's locks, the stack's in an S3 bucket.
+func backendLocks(ctx context.Context, o Options) ([]staleLock, error) {
+	b := backendOf(o)
+	if statebackend.IsS3(b) {
+		s3, err := statebackend.ParseS3(b)
+		if err != nil {
+			return nil, err
+		}
+		c, _, err := s3.Client(envOf(o), nil)
+		if err != nil {
+			return nil, err
+		}
+		locks, err := s3.Locks(ctx, c, program.Project, o.Stack)
+		if err != nil {
+			return nil, err
+		}
+		var out []staleLock
+		for _, l := range locks {
+			out = append(out, staleLock{Pid: l.Pid, Hostname: l.Hostname, remove: func() error { return s3.RemoveLock(ctx, c, l) }})
+		}
+		return out, nil
+	}
+	dir, ok := strings.CutPrefix(b, "file://")
+	if !ok {
+		return nil, nil // another backend keeps its own locks
+	}
+	var out []staleLock
 	root := filepath.Join(dir, ".pulumi", "locks")
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if os.IsNotExist(err) {
 				return nil
@@ -42,31 +108,16 @@ func clearStaleLocks(backendURL, home string, progress func(string, ...any)) err
 		if d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return nil
 		}
-		var lock struct {
-			Pid      int    `json:"pid"`
-			Hostname string `json:"hostname"`
-		}
+		var lock staleLock
 		data, err := os.ReadFile(p)
-		if err != nil || json.Unmarshal(data, &lock) != nil || lock.Hostname != host || lock.Pid <= 0 {
+		if err != nil || json.Unmarshal(data, &lock) != nil {
 			return nil
 		}
-		if err := syscall.Kill(lock.Pid, 0); err == syscall.ESRCH {
-			// The CLI is gone, but a provider it started may live on and
-			// still be acting on nodes: a new run must not overlap it.
-			// Such a provider exits within a second of its CLI; give it a
-			// little longer before calling it stuck.
-			orphans := orphanProviders(home)
-			for wait := time.Now().Add(10 * time.Second); len(orphans) > 0 && time.Now().Before(wait); orphans = orphanProviders(home) {
-				time.Sleep(500 * time.Millisecond)
-			}
-			if len(orphans) > 0 {
-				return fmt.Errorf("the stack's lock belongs to pulumi process %d, which is gone, but its provider (PID %v) still runs, finishing node steps: wait for it to exit (or kill it), then run again", lock.Pid, orphans)
-			}
-			progress("removing a stale lock of pulumi process %d, which is gone (an interrupted run)\n", lock.Pid)
-			return os.Remove(p)
-		}
+		lock.remove = func() error { return os.Remove(p) }
+		out = append(out, lock)
 		return nil
 	})
+	return out, err
 }
 
 // procInfo is a process's name and parent.

@@ -5,47 +5,85 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/prometheus/procfs"
+
+	"github.com/homelab-dev/homelab/infra/program"
+	"github.com/homelab-dev/homelab/infra/statebackend"
+	"github.com/homelab-dev/homelab/infra/statebackend/s3test"
 )
 
+// A lock whose process is gone from this host is cleared, in a file
+// backend and in an S3 bucket alike; a live process's lock and another
+// host's stay.
 func TestClearStaleLocks(t *testing.T) {
-	dir := t.TempDir()
-	locks := filepath.Join(dir, ".pulumi", "locks", "organization", "p", "s")
-	if err := os.MkdirAll(locks, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	host, _ := os.Hostname()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	write := func(name string, pid int, host string) string {
-		p := filepath.Join(locks, name)
-		os.WriteFile(p, []byte(fmt.Sprintf(`{"pid":%d,"username":"root","hostname":%q}`, pid, host)), 0o600)
-		return p
+	for _, kind := range []string{"file", "s3"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			o := Options{StateDir: dir, Stack: "lab"}
+			var write func(name string, pid int, host string)
+			var exists func(name string) bool
+			lockDir := statebackend.LockDir(program.Project, "lab")
+			if kind == "file" {
+				locks := filepath.Join(dir, "backend", filepath.FromSlash(lockDir))
+				if err := os.MkdirAll(locks, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				write = func(name string, pid int, host string) {
+					os.WriteFile(filepath.Join(locks, name), []byte(fmt.Sprintf(`{"pid":%d,"username":"root","hostname":%q}`, pid, host)), 0o600)
+				}
+				exists = func(name string) bool { _, err := os.Stat(filepath.Join(locks, name)); return err == nil }
+			} else {
+				endpoint := s3test.Server(t, "operator", "operator-secret-1", "state")
+				o.Backend = "s3://state/homelab?region=us-east-1&s3ForcePathStyle=true&endpoint=" + endpoint
+				o.Env = map[string]string{"AWS_ACCESS_KEY_ID": "operator", "AWS_SECRET_ACCESS_KEY": "operator-secret-1"}
+				b, _ := statebackend.ParseS3(o.Backend)
+				c, _, err := b.Client(envOf(o), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := func(name string) string { return "homelab/" + lockDir + "/" + name }
+				write = func(name string, pid int, host string) {
+					body := fmt.Sprintf(`{"pid":%d,"username":"root","hostname":%q}`, pid, host)
+					if _, err := c.PutObject(t.Context(), "state", key(name), strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				exists = func(name string) bool {
+					_, err := c.StatObject(t.Context(), "state", key(name), minio.StatObjectOptions{})
+					return err == nil
+				}
+			}
+			write("a.json", dead.Process.Pid, host)
+			write("b.json", os.Getpid(), host)
+			write("c.json", dead.Process.Pid, "another-host")
+			var said int
+			if err := clearStaleLocks(t.Context(), o, func(string, ...any) { said++ }); err != nil {
+				t.Fatal(err)
+			}
+			if exists("a.json") {
+				t.Error("the lock of a dead process stayed")
+			}
+			for _, name := range []string{"b.json", "c.json"} {
+				if !exists(name) {
+					t.Errorf("%s removed: a live process's or another host's lock must stay", name)
+				}
+			}
+			if said != 1 {
+				t.Errorf("told the user %d times", said)
+			}
+		})
 	}
-	stale := write("a.json", dead.Process.Pid, host)
-	live := write("b.json", os.Getpid(), host)
-	other := write("c.json", dead.Process.Pid, "another-host")
-	var said int
-	if err := clearStaleLocks("file://"+dir, "", func(string, ...any) { said++ }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Error("the lock of a dead process stayed")
-	}
-	for _, p := range []string{live, other} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s removed: a live process's or another host's lock must stay", filepath.Base(p))
-		}
-	}
-	if said != 1 {
-		t.Errorf("told the user %d times", said)
-	}
-	if err := clearStaleLocks("s3://bucket", "", nil); err != nil {
+	if err := clearStaleLocks(t.Context(), Options{Backend: "https://api.pulumi.com"}, nil); err != nil {
 		t.Error(err)
 	}
 }

@@ -49,6 +49,15 @@ type Options struct {
 	Secrets string
 	// StateDir holds the local backend, the passphrase and the work dir.
 	StateDir string
+	// Backend is the Pulumi state backend's URL (homelab's --state): an
+	// s3:// URL keeps the state, and its lock, in S3-compatible storage
+	// that several operators share (docs/state.md). Default
+	// $PULUMI_BACKEND_URL, else a file backend under StateDir.
+	Backend string
+	// Env is more environment for the engine, seen first by the backend's
+	// check too (the AWS_* keys of an S3 backend); this process's own
+	// environment is inherited under it.
+	Env map[string]string
 	// Stack name; default the inventory's cluster name.
 	Stack string
 	// Progress receives the engine's progress output.
@@ -79,13 +88,12 @@ type Stack struct {
 	Inv      *inventory.Inventory
 	Bundle   *pki.Bundle
 	progress io.Writer
-	backend  string
 }
 
 // ready clears what an earlier run killed outright left behind, before
 // any operation that takes the stack's lock.
-func (s *Stack) ready() error {
-	return clearStaleLocks(s.backend, pulumiHome(s.opts.StateDir), func(f string, a ...any) { fmt.Fprintf(s.progress, f, a...) })
+func (s *Stack) ready(ctx context.Context) error {
+	return clearStaleLocks(ctx, s.opts, func(f string, a ...any) { fmt.Fprintf(s.progress, f, a...) })
 }
 
 // Open validates the inventory, loads (or creates) the secrets bundle, and
@@ -124,7 +132,11 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, err
 	}
-	bundle, bundleYAML, err := loadOrCreateBundle(o, progress)
+	held, err := checkBackend(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	bundle, bundleYAML, err := loadOrCreateBundle(o, progress, held)
 	if err != nil {
 		return nil, err
 	}
@@ -132,17 +144,13 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := environment(o)
+	env, err := environment(o, held)
 	if err != nil {
 		return nil, err
 	}
 	pulumiCmd, err := pulumiCommand()
 	if err != nil {
 		return nil, err
-	}
-	backend := os.Getenv("PULUMI_BACKEND_URL")
-	if backend == "" {
-		backend = env["PULUMI_BACKEND_URL"]
 	}
 	pluginDir, err := providerPlugin(o.StateDir)
 	if err != nil {
@@ -181,16 +189,24 @@ func Open(ctx context.Context, o Options) (*Stack, error) {
 	if err := s.SetAllConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("setting stack config: %w", err)
 	}
-	return &Stack{s: s, opts: o, Inv: inv, Bundle: bundle, progress: progress, backend: backend}, nil
+	return &Stack{s: s, opts: o, Inv: inv, Bundle: bundle, progress: progress}, nil
 }
 
-func loadOrCreateBundle(o Options, progress io.Writer) (*pki.Bundle, string, error) {
+// loadOrCreateBundle creates the bundle only for a stack the backend does
+// not hold yet: a stack that exists was built with a bundle, which a new
+// CA would not match on a single node.
+func loadOrCreateBundle(o Options, progress io.Writer, exists stackPresence) (*pki.Bundle, string, error) {
 	path := o.Secrets
 	if path == "" {
 		path = BundlePath(o.StateDir, o.Stack)
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && o.Secrets == "" {
+		if exists.found {
+			return nil, "", fmt.Errorf("stack %s exists in the state backend %s, but this machine has no secrets bundle at %s: "+
+				"copy the bundle the cluster was built with from the machine that built it (it is the cluster's root of trust; a new one would match no node), "+
+				"then give it with --secrets FILE or put it there", o.Stack, exists.where, path)
+		}
 		b, err := pki.New()
 		if err != nil {
 			return nil, "", err
@@ -214,8 +230,9 @@ const Parallel = 32
 
 // environment keeps the engine offline and local: no update checks, no
 // plugin downloads, a file backend under the state dir unless the user
-// chose another, and a passphrase for secrets kept 0600 beside it.
-func environment(o Options) (map[string]string, error) {
+// chose another, and a passphrase for secrets kept 0600 beside it, made
+// only for a stack the backend does not hold yet (held).
+func environment(o Options, held stackPresence) (map[string]string, error) {
 	env := map[string]string{
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
@@ -238,16 +255,24 @@ func environment(o Options) (map[string]string, error) {
 		// at 32 (docs/provisioning.md, "How the steps reach the nodes").
 		env["PULUMI_PARALLEL"] = strconv.Itoa(Parallel)
 	}
-	if os.Getenv("PULUMI_BACKEND_URL") == "" {
-		dir := filepath.Join(o.StateDir, "backend")
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	b := backendOf(o)
+	if dir, ok := strings.CutPrefix(b, "file://"); ok {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		env["PULUMI_BACKEND_URL"] = "file://" + dir
 	}
-	if os.Getenv("PULUMI_CONFIG_PASSPHRASE") == "" && os.Getenv("PULUMI_CONFIG_PASSPHRASE_FILE") == "" {
+	env["PULUMI_BACKEND_URL"] = b
+	if lookup := envOf(o); lookup("PULUMI_CONFIG_PASSPHRASE") == "" && lookup("PULUMI_CONFIG_PASSPHRASE_FILE") == "" {
 		file := filepath.Join(o.StateDir, "passphrase")
 		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			if held.found {
+				// A new passphrase would decrypt none of the state's secrets.
+				return nil, fmt.Errorf("stack %s exists in the state backend %s, but this machine has no passphrase for its secrets at %s: "+
+					"copy the passphrase file from the machine that built it, or set PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE (docs/state.md)", o.Stack, held.where, file)
+			}
 			buf := make([]byte, 24)
 			if _, err := rand.Read(buf); err != nil {
 				return nil, err
@@ -321,7 +346,7 @@ type Run struct {
 
 // UpFor is Up with what run asks for.
 func (s *Stack) UpFor(ctx context.Context, refresh bool, run Run) (auto.UpResult, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return auto.UpResult{}, err
 	}
 	if err := s.clearPendingOperations(ctx); err != nil {
@@ -342,7 +367,7 @@ func (s *Stack) UpFor(ctx context.Context, refresh bool, run Run) (auto.UpResult
 		res, err = s.s.Up(ctx, opts...)
 		return err
 	})
-	return res, err
+	return res, explainLock(err)
 }
 
 // gate previews the update first, as `pulumi up` does unless told to skip
@@ -409,16 +434,17 @@ func Refusals(err error) []string {
 
 // Refresh reads every resource's live state into the stack.
 func (s *Stack) Refresh(ctx context.Context) (auto.RefreshResult, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return auto.RefreshResult{}, err
 	}
-	return s.s.Refresh(ctx, optrefresh.ProgressStreams(s.progress), optrefresh.ErrorProgressStreams(s.progress))
+	res, err := s.s.Refresh(ctx, optrefresh.ProgressStreams(s.progress), optrefresh.ErrorProgressStreams(s.progress))
+	return res, explainLock(err)
 }
 
 // Destroy resets the nodes (kubeadm reset, files removed): the caller has
 // the user's consent for every node.
 func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return auto.DestroyResult{}, err
 	}
 	var res auto.DestroyResult
@@ -426,7 +452,7 @@ func (s *Stack) Destroy(ctx context.Context) (auto.DestroyResult, error) {
 		res, err = s.s.Destroy(ctx, optdestroy.ProgressStreams(s.progress), optdestroy.ErrorProgressStreams(s.progress))
 		return err
 	})
-	return res, err
+	return res, explainLock(err)
 }
 
 // Auto is the underlying Automation API stack, for callers that need
