@@ -363,6 +363,11 @@ Reach the nodes (lab addresses exist only inside the lab's namespaces):
   SSH key %s, the provisioner's known_hosts %s (the lab's own: %s), user %s
   from Go: lab.Dialer (client-go rest.Config.Dial, grpc.WithContextDialer, ssh.NewClientConn)
 `, st.Nodes[0].Name, s.Names().Gateway(), firstNonEmpty(s.VIP, st.Nodes[0].Address), l.KeyPath(), l.KnownHostsPath(), l.LabKnownHostsPath(), s.SSHUser)
+		if s.S3Server != nil {
+			fmt.Fprintf(w, `  S3 storage (the homelab's NAS) at %s, bucket %s, keys in %s (profile %s); keep the Pulumi state there:
+    AWS_SHARED_CREDENTIALS_FILE=%s AWS_PROFILE=%s homelab-lab exec -- homelab up -f FILE --state '%s'
+`, lab.S3Endpoint(s), lab.S3Bucket, l.S3CredentialsPath(), lab.S3Profile, l.S3CredentialsPath(), lab.S3Profile, lab.S3StateURL(lab.S3Endpoint(s)))
+		}
 	}
 	return nil
 }

@@ -13,13 +13,18 @@ import (
 
 // gatewayServer is a server the lab runs in its gateway namespace, where
 // every node reaches it and nothing outside the lab can: the lab's own
-// binary, re-executed with env, whose package init() serves.
+// binary, re-executed with env, whose package init() serves, or another
+// program (argv: the S3 server).
 type gatewayServer struct {
-	what   string // for messages: "the apt repository's server"
-	env    string // NAME=VALUE that makes the re-executed binary serve
-	nsPath string
-	addr   string // where it answers, in nsPath
-	log    string
+	what string // for messages: "the apt repository's server"
+	env  string // NAME=VALUE that makes the re-executed binary serve
+	// argv, when set, is another program to run instead, with more
+	// environment in argvEnv (secrets go there, never into argv).
+	argv    []string
+	argvEnv []string
+	nsPath  string
+	addr    string // where it answers, in nsPath
+	log     string
 }
 
 // startGatewayServer starts g, records it in *slot (saved in the state
@@ -37,6 +42,10 @@ func (l *Lab) startGatewayServer(ctx context.Context, s *State, slot **Proc, g g
 	defer logf.Close()
 	cmd := exec.Command("nsenter", "--net="+g.nsPath, "--", exe)
 	cmd.Env = []string{g.env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if len(g.argv) > 0 {
+		cmd = exec.Command("nsenter", append([]string{"--net=" + g.nsPath, "--"}, g.argv...)...)
+		cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, g.argvEnv...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -103,10 +103,15 @@ func up(tb testing.TB, l *Lab) *State {
 	return s
 }
 
-// tracked lists every process the lab runs: each node's unshare, its PID 1
-// and everything in its PID namespace.
+// tracked lists every process the lab runs: its gateway's servers, each
+// node's unshare, its PID 1 and everything in its PID namespace.
 func tracked(s *State) []*Proc {
 	var out []*Proc
+	for _, p := range []*Proc{s.AptServer, s.RegistryServer, s.S3Server, s.DHCPServer} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
 	for _, n := range s.Nodes {
 		if n.Unshare != nil {
 			out = append(out, n.Unshare)

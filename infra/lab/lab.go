@@ -112,6 +112,9 @@ func (l *Lab) Up(ctx context.Context, inventoryPath string) (s *State, already b
 		if err := l.startRegistry(ctx, s, s.Names().GatewayPath()); err != nil {
 			return fail(err)
 		}
+		if err := l.startS3(ctx, s); err != nil {
+			return fail(err)
+		}
 		if err := l.startDHCP(s); err != nil {
 			return fail(err)
 		}
@@ -310,7 +313,7 @@ func (l *Lab) Down(keepDisks bool) error {
 	if err != nil {
 		return err
 	}
-	errs := []error{l.stopAptServer(s), l.stopRegistry(s), l.stopDHCP(s)}
+	errs := []error{l.stopAptServer(s), l.stopRegistry(s), l.stopS3(s), l.stopDHCP(s)}
 	for i := len(s.Nodes) - 1; i >= 0; i-- {
 		n := s.Nodes[i]
 		if n.Power == powerOn {

@@ -47,6 +47,8 @@ type State struct {
 	AptServer *Proc `json:"aptServer,omitempty"`
 	// RegistryServer serves the lab's images to real nodes (registry.go).
 	RegistryServer *Proc `json:"registryServer,omitempty"`
+	// S3Server is the lab's S3-compatible storage (s3.go).
+	S3Server *Proc `json:"s3Server,omitempty"`
 	// DHCPServer leases real nodes their address (dhcp.go).
 	DHCPServer *Proc        `json:"dhcpServer,omitempty"`
 	Nodes      []*NodeState `json:"nodes"`
@@ -256,9 +258,10 @@ func (l *Lab) removeDirContents(keepDisks bool) error {
 		switch e.Name() {
 		case "lock", marker:
 			continue
-		case "nodes", "ssh":
+		case "nodes", "ssh", "s3":
 			// The kept disks hold the client key in authorized_keys and
-			// their host keys are in known_hosts: keep both.
+			// their host keys are in known_hosts: keep both. The S3
+			// server's data is the homelab's NAS: it outlives the nodes.
 			if keepDisks {
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -341,4 +342,49 @@ func failedBlocks(lines []string) []string {
 	}
 	flush()
 	return blocks
+}
+
+// S3 forwards a loopback port of this machine to the lab's S3 server and
+// returns its endpoint, with the keys in the form of the engine's
+// environment. The Pulumi CLI a test starts runs in the machine's own
+// namespace, as on an operator's workstation the lab's gateway stands
+// for; a user of the lab runs it inside, with `homelab-lab exec`, and
+// reaches lab.S3Endpoint directly. The forward ends with the test.
+func (l *Lab) S3(ctx context.Context) (endpoint string, env map[string]string) {
+	l.t.Helper()
+	id, secret, err := l.S3Keys()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	s, err := l.LoadState()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	target := net.JoinHostPort(s.Gateway, lab.S3Port)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := l.Dial(ctx, "tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				done := make(chan struct{}, 2)
+				go func() { io.Copy(up, c); done <- struct{}{} }()
+				go func() { io.Copy(c, up); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), map[string]string{"AWS_ACCESS_KEY_ID": id, "AWS_SECRET_ACCESS_KEY": secret}
 }
