@@ -32,6 +32,10 @@ type e2e struct {
 	// macs are the nodes' MACs the last up recorded, which doctor gets
 	// as homelab doctor does (real nodes are declared without them).
 	macs map[string][]string
+	// backend and backendEnv, when set, keep the stacks' state elsewhere
+	// than the state dir (useLabS3).
+	backend    string
+	backendEnv map[string]string
 }
 
 // needE2E runs t beside the package's other lab tests, each on its own
@@ -72,7 +76,8 @@ func newE2EWith(t testing.TB, base func(string) string, systemd ...string) *e2e 
 // and command log, given to the provider rather than set in this
 // process's environment, which the tests running beside it share.
 func (e *e2e) options(inv string) Options {
-	return Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log, Netns: e.lab.Names().GatewayPath(), CommandLog: e.cmdLog}
+	return Options{Inventory: inv, StateDir: e.stateDir, Progress: e.log, Netns: e.lab.Names().GatewayPath(), CommandLog: e.cmdLog,
+		Backend: e.backend, Env: e.backendEnv}
 }
 
 // env is the environment of a homelab command the test runs: this

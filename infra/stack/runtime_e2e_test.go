@@ -51,6 +51,9 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	e := newE2EWith(t, soloRealInventory, "*")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	// Its state in the lab's S3 bucket, shared with a second operator
+	// below (upWithSecondOperator).
+	e.useLabS3(ctx)
 	const config = containerd.ConfigPath
 	if out := e.node(ctx, "w1", "grep -c SystemdCgroup "+config+" || true"); strings.TrimSpace(out) != "0" {
 		t.Fatalf("w1 does not boot with Debian's packaged %s (runc's cgroup driver unset): %q", config, out)
@@ -213,7 +216,7 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if f, ok := runtimeRow(rep, "w1"); !ok || f.Status != doctor.Warn || !causesMention(rep, "w1", config, "systemctl restart containerd") {
 		t.Errorf("doctor's runtime row for w1 with %s edited after containerd started: %+v (found %v), causes %v", config, f, ok, rep.Causes)
 	}
-	e.up(ctx, s)
+	e.upWithSecondOperator(ctx, s)
 	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
 		t.Errorf("doctor's runtime row for w1 after up put the file back: %+v (found %v)", f, ok)
 	}
