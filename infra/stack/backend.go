@@ -15,7 +15,7 @@ import (
 // else PULUMI_BACKEND_URL (o.Env's, then this process's), else a file
 // backend under the state directory.
 func backendOf(o Options) string {
-	for _, b := range []string{o.Backend, o.Env["PULUMI_BACKEND_URL"], os.Getenv("PULUMI_BACKEND_URL")} {
+	for _, b := range []string{o.Backend, o.Env["PULUMI_BACKEND_URL"], processEnv("PULUMI_BACKEND_URL")} {
 		if b != "" {
 			return b
 		}
@@ -29,7 +29,7 @@ func envOf(o Options) statebackend.Env {
 		if v, ok := o.Env[k]; ok {
 			return v
 		}
-		return os.Getenv(k)
+		return processEnv(k)
 	}
 }
 

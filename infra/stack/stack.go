@@ -68,6 +68,10 @@ type Options struct {
 	Netns, CommandLog string
 }
 
+// processEnv is this process's environment, read here, at the package's
+// edge (infra/envvars' test), for backend.go.
+var processEnv = os.Getenv
+
 // DefaultStateDir is $HOMELAB_STATE_DIR, else $XDG_STATE_HOME/homelab, else
 // ~/.local/state/homelab.
 func DefaultStateDir() string {

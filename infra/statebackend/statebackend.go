@@ -108,11 +108,9 @@ func redact(u *url.URL) string {
 	return c.String()
 }
 
-// Env looks up the environment the Pulumi CLI will run with.
+// Env looks up the environment the Pulumi CLI will run with; the caller
+// reads it at its edge.
 type Env func(string) string
-
-// OSEnv is this process's environment.
-func OSEnv(k string) string { return os.Getenv(k) }
 
 // credentialsFrom finds the keys as the AWS SDK does for a static-key
 // server, and says where they came from.
