@@ -57,10 +57,7 @@ func checkBackend(ctx context.Context, o Options) (stackPresence, error) {
 	if err != nil {
 		return stackPresence{}, err
 	}
-	if err := s3.Check(ctx, envOf(o), nil); err != nil {
-		return stackPresence{}, err
-	}
-	c, _, err := s3.Client(envOf(o), nil)
+	c, err := s3.Check(ctx, envOf(o), nil)
 	if err != nil {
 		return stackPresence{}, err
 	}

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 
 	"github.com/homelab-dev/homelab/infra/program"
 	"github.com/homelab-dev/homelab/infra/statebackend"
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 )
 
 // An up killed outright (a closed laptop, kill -9) leaves the local

@@ -163,6 +163,17 @@ func configRegion(env Env, profile string) string {
 	return cfg.Section(section).Key("region").String()
 }
 
+// region is the region the CLI's AWS SDK signs with: the URL's, else
+// AWS_REGION, AWS_DEFAULT_REGION, the profile's config; "" if none.
+func (b *S3) region(env Env) string {
+	for _, r := range []string{b.Region, env("AWS_REGION"), env("AWS_DEFAULT_REGION")} {
+		if r != "" {
+			return r
+		}
+	}
+	return configRegion(env, b.Profile)
+}
+
 // Client opens the bucket's server with the CLI's credentials. dial, when
 // set, is how connections are made (the lab's tests reach its server
 // through its namespace).
@@ -171,16 +182,7 @@ func (b *S3) Client(env Env, dial func(ctx context.Context, network, addr string
 	if err != nil {
 		return nil, "", fmt.Errorf("state backend %s: %w", b.URL, err)
 	}
-	region := b.Region
-	if region == "" {
-		region = env("AWS_REGION")
-	}
-	if region == "" {
-		region = env("AWS_DEFAULT_REGION")
-	}
-	if region == "" {
-		region = configRegion(env, b.Profile)
-	}
+	region := b.region(env)
 	endpoint := b.Endpoint
 	if endpoint == "" {
 		endpoint = "s3." + region + ".amazonaws.com"
@@ -203,18 +205,18 @@ func (b *S3) Client(env Env, dial func(ctx context.Context, network, addr string
 	return c, where, nil
 }
 
-// Check reaches the bucket with the credentials the CLI will use: an
-// unreachable server, refused keys and a missing bucket are each named
-// with their fix.
-func (b *S3) Check(ctx context.Context, env Env, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
-	if b.Region == "" && env("AWS_REGION") == "" && env("AWS_DEFAULT_REGION") == "" && configRegion(env, b.Profile) == "" {
+// Check reaches the bucket with the credentials the CLI will use, and
+// returns the client it reached it with: an unreachable server, refused
+// keys and a missing bucket are each named with their fix.
+func (b *S3) Check(ctx context.Context, env Env, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*minio.Client, error) {
+	if b.region(env) == "" {
 		// The CLI's AWS SDK has no default region, and signs nothing
 		// without one: every request would be refused.
-		return fmt.Errorf("state backend %s: no region: add region=us-east-1 to the URL (or the region your server expects), or set AWS_REGION", b.URL)
+		return nil, fmt.Errorf("state backend %s: no region: add region=us-east-1 to the URL (or the region your server expects), or set AWS_REGION", b.URL)
 	}
 	c, where, err := b.Client(env, dial)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -225,20 +227,20 @@ func (b *S3) Check(ctx context.Context, env Env, dial func(ctx context.Context, 
 		break
 	}
 	if err == nil {
-		return nil
+		return c, nil
 	}
 	resp := minio.ToErrorResponse(err)
 	host := c.EndpointURL().Host
 	switch {
 	case resp.Code == "NoSuchBucket":
-		return fmt.Errorf("state backend %s: bucket %q does not exist on %s: create it (e.g. mc mb, or the server's console), or fix the bucket's name in the URL", b.URL, b.Bucket, host)
+		return nil, fmt.Errorf("state backend %s: bucket %q does not exist on %s: create it (e.g. mc mb, or the server's console), or fix the bucket's name in the URL", b.URL, b.Bucket, host)
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized ||
 		slices.Contains(refusals, resp.Code):
-		return fmt.Errorf("state backend %s: %s refused the credentials from %s (%s): fix them, or the profile the URL or AWS_PROFILE names", b.URL, host, where, firstNonEmpty(resp.Code, resp.Message, strconv.Itoa(resp.StatusCode)))
+		return nil, fmt.Errorf("state backend %s: %s refused the credentials from %s (%s): fix them, or the profile the URL or AWS_PROFILE names", b.URL, host, where, firstNonEmpty(resp.Code, resp.Message, strconv.Itoa(resp.StatusCode)))
 	case resp.StatusCode != 0:
-		return fmt.Errorf("state backend %s: %s answered %d %s: %s", b.URL, host, resp.StatusCode, resp.Code, resp.Message)
+		return nil, fmt.Errorf("state backend %s: %s answered %d %s: %s", b.URL, host, resp.StatusCode, resp.Code, resp.Message)
 	}
-	return fmt.Errorf("state backend %s: cannot reach %s: %v: check endpoint= in the URL and that the server runs", b.URL, c.EndpointURL(), err)
+	return nil, fmt.Errorf("state backend %s: cannot reach %s: %v: check endpoint= in the URL and that the server runs", b.URL, c.EndpointURL(), err)
 }
 
 // refusals are the codes servers refuse keys with; versitygw answers an

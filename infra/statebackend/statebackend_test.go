@@ -65,13 +65,13 @@ func TestCheckAgainstARealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Check(ctx, envOf(good), nil); err == nil || !strings.Contains(err.Error(), `bucket "state" does not exist`) {
+	if _, err := b.Check(ctx, envOf(good), nil); err == nil || !strings.Contains(err.Error(), `bucket "state" does not exist`) {
 		t.Errorf("a missing bucket: %v", err)
 	}
 	if err := c.MakeBucket(ctx, "state", minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Check(ctx, envOf(good), nil); err != nil {
+	if _, err := b.Check(ctx, envOf(good), nil); err != nil {
 		t.Errorf("the bucket with good keys: %v", err)
 	}
 
@@ -104,7 +104,7 @@ func TestCheckAgainstARealServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = b.Check(ctx, envOf(tc.env), nil)
+		_, err = b.Check(ctx, envOf(tc.env), nil)
 		if (tc.fault == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.fault)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.fault)
 		}
@@ -119,7 +119,7 @@ func TestCheckAgainstARealServer(t *testing.T) {
 	ln.Close()
 	down, _ := ParseS3("s3://state?region=us-east-1&endpoint=http://" + closed)
 	start := time.Now()
-	if err := down.Check(ctx, envOf(good), nil); err == nil || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), closed) {
+	if _, err := down.Check(ctx, envOf(good), nil); err == nil || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), closed) {
 		t.Errorf("a server that is down: %v", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
