@@ -195,20 +195,20 @@ const distributionKeyring = "/etc/apt/keyrings/homelab-lab-debian.gpg"
 // buildDistributionRepo writes the real nodes' distribution repository,
 // which stands in for Debian's mirror (no node reaches the Internet):
 // Debian's own containerd and runc packages at the rootfs's versions
-// (infra/tools/build-runtime-debs.sh), signed with the lab's key. A node
+// (infra/tools/build-distro-debs.sh), signed with the lab's key. A node
 // that lacks them installs them from there (cluster.containerRuntime.packages).
 func (l *Lab) buildDistributionRepo() error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	dir, err := l.buildScript(root, "runtime-debs")
+	dir, err := l.buildScript(root, "distro-debs")
 	if err != nil {
 		return err
 	}
 	debs, err := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if err != nil || len(debs) == 0 {
-		return fmt.Errorf("%s holds no packages: run infra/tools/build-runtime-debs.sh (%v)", dir, err)
+		return fmt.Errorf("%s holds no packages: run infra/tools/build-distro-debs.sh (%v)", dir, err)
 	}
 	arch, err := aptrepo.Arch()
 	if err != nil {

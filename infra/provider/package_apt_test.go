@@ -260,7 +260,10 @@ func TestRuntimePackagesRealAptFromDockersRepository(t *testing.T) {
 	}
 	containerd2 := toolstest.Built(t, "containerd")
 	runc := filepath.Join(toolstest.Built(t, "rootfs"), "usr", "sbin", "runc")
-	debian, err := filepath.Glob(filepath.Join(toolstest.Built(t, "runtime-debs"), "*.deb"))
+	debs := toolstest.Built(t, "distro-debs")
+	debian, err := filepath.Glob(filepath.Join(debs, "containerd_*.deb"))
+	runcDeb, _ := filepath.Glob(filepath.Join(debs, "runc_*.deb"))
+	debian = append(debian, runcDeb...)
 	if err != nil || len(debian) != 2 {
 		t.Fatalf("Debian's containerd and runc packages: %v %v", debian, err)
 	}

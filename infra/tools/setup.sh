@@ -64,7 +64,7 @@ step "kubernetes of the upgrade" env KUBE_VERSION=v1.35.4 bash "$here/build-kube
 step "coredns" bash "$here/build-coredns.sh"
 step "coredns of the upgrade" env COREDNS_VERSION=v1.13.1 bash "$here/build-coredns.sh"
 step "the real nodes' Debian root" bash "$here/build-rootfs.sh"
-step "the real nodes' runtime packages" bash "$here/build-runtime-debs.sh"
+step "the real nodes' distribution packages" bash "$here/build-distro-debs.sh"
 step "pause" bash "$here/build-pause.sh"
 step "containerd 2, for its configuration oracle and the lab's containerd.io" bash "$here/build-containerd.sh"
 step "versitygw, the lab's S3 server" bash "$here/build-versitygw.sh"

@@ -63,7 +63,7 @@ func RequireKube(t testing.TB, name, version string) string {
 }
 
 // Built is the directory infra/tools/build-NAME.sh prints: a cached
-// build of a tool or a package set (containerd, rootfs, runtime-debs),
+// build of a tool or a package set (containerd, rootfs, distro-debs),
 // made the first time. Missing when the script fails.
 func Built(t testing.TB, name string) string {
 	t.Helper()
