@@ -1,5 +1,7 @@
 package inventory
 
+import "strings"
+
 // Defaults for fields users may leave out.
 const (
 	DefaultKubernetesVersion = "v1.34.4"
@@ -84,6 +86,17 @@ func (inv *Inventory) ApplyDefaults() {
 		setString(&sn.Schedule, DefaultSnapshotSchedule)
 		if sn.Keep == 0 {
 			sn.Keep = DefaultSnapshotKeep
+		}
+		if s3 := sn.S3; s3 != nil {
+			setString(&s3.Region, DefaultS3Region)
+			setString(&s3.Credentials.Profile, DefaultS3Profile)
+			setString(&s3.Rclone, DefaultRclone)
+			switch {
+			case s3.Prefix == "":
+				s3.Prefix = defaultS3Prefix(c.Name)
+			case !strings.HasSuffix(s3.Prefix, "/"):
+				s3.Prefix += "/" // a folder, as rclone and the S3 consoles show it
+			}
 		}
 	}
 

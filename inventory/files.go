@@ -37,6 +37,12 @@ func (inv *Inventory) namedFiles() []namedFile {
 	if p := inv.Cluster.Packages; p.Manage && p.Keyring != "" {
 		files = append(files, namedFile{"cluster.packages.keyring", p.Keyring, "name the repository's dearmored signing key (a .gpg file), or remove the field for the Kubernetes project's own"})
 	}
+	if s3 := inv.Cluster.Etcd.SnapshotsS3(); s3 != nil {
+		files = append(files, namedFile{S3CredentialsField, s3.Credentials.File, "name the AWS shared credentials file holding the bucket's keys"})
+		if s3.CAFile != "" {
+			files = append(files, namedFile{"cluster.etcd.snapshots.s3.caFile", s3.CAFile, "name the PEM file of the CA the endpoint's certificate chains to, or remove the field if the nodes trust it already"})
+		}
+	}
 	return files
 }
 

@@ -314,6 +314,10 @@ func (inv *Inventory) resolvePaths(dir string) {
 	if r := inv.Cluster.ContainerRuntime.RuntimeRepository(); r != nil {
 		r.Keyring = ResolvePath(r.Keyring, dir)
 	}
+	if s3 := inv.Cluster.Etcd.SnapshotsS3(); s3 != nil {
+		s3.Credentials.File = ResolvePath(s3.Credentials.File, dir)
+		s3.CAFile = ResolvePath(s3.CAFile, dir)
+	}
 }
 
 // ResolvePath is how every file path the user gives is read: ~/ is the home

@@ -21,7 +21,11 @@ type Snapshots struct {
 	// after a node was off).
 	Schedule string `json:"schedule" yaml:"schedule"`
 	// Keep is how many snapshots each node keeps; older ones are deleted.
+	// The same count is kept off-site, per node.
 	Keep int `json:"keep" yaml:"keep"`
+	// S3, when set, also uploads every snapshot to an S3-compatible
+	// bucket, off the nodes whose disks it exists to outlive.
+	S3 *SnapshotsS3 `json:"s3,omitempty" yaml:"s3"`
 }
 
 // Defaults of a snapshots section, those of RKE2 and k3s: every 12 hours,
@@ -78,5 +82,8 @@ func checkSnapshots(ps *problems, inv *Inventory) {
 	}
 	if sn.Keep < 1 || sn.Keep > maxSnapshotKeep {
 		ps.errorf(path+".keep", "%d snapshots per node: keep between 1 and %d (each holds the whole database), e.g. %d", sn.Keep, maxSnapshotKeep, DefaultSnapshotKeep)
+	}
+	if sn.S3 != nil {
+		checkSnapshotsS3(ps, sn.S3)
 	}
 }
