@@ -157,7 +157,7 @@ func (s *shared) node(inv *inventory.Inventory, n inventory.Node) ([]file.File, 
 		if path, authn, ok := kubeadm.Authentication(inv.Cluster.KubernetesVersion); ok {
 			files = append(files, file.File{Path: path, Mode: 0o600, Content: authn})
 		}
-		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots)
+		snapshots, err := etcdsnapshot.Files(inv.Cluster.Etcd.Snapshots, n.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ package etcdsnapshot
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"text/template"
 	"time"
@@ -40,35 +41,10 @@ const NamePattern = `^snapshot-[0-9]{8}T[0-9]{6}Z\.db$`
 // TimeFormat is the UTC time in a snapshot's name (date -u +%Y%m%dT%H%M%SZ).
 const TimeFormat = "20060102T150405Z"
 
-var script = template.Must(template.New("script").Parse(`#!/bin/sh
-# Saves a snapshot of this node's etcd member in {{.Dir}}, keeping the
-# newest {{.Keep}} (homelab: cluster.etcd.snapshots). Rendered by homelab up.
-set -eu
-dir={{.Dir}}
-keep={{.Keep}}
-pki=/etc/kubernetes/pki
-set -- --endpoints=https://127.0.0.1:2379 --cacert=$pki/etcd/ca.crt \
-  --cert=$pki/apiserver-etcd-client.crt --key=$pki/apiserver-etcd-client.key --command-timeout=120s
-umask 077
-mkdir -p "$dir"
-name={{.Prefix}}$(date -u +%Y%m%dT%H%M%SZ)
-tmp="$dir/.$name"
-trap 'rm -f "$tmp.db" "$tmp.db.part" "$tmp.json"' EXIT
-ETCDCTL_API=3 etcdctl "$@" snapshot save "$tmp.db" >/dev/null
-{
-  printf '{"status":'; ETCDCTL_API=3 etcdctl "$@" endpoint status -w json
-  printf ',"members":'; ETCDCTL_API=3 etcdctl "$@" member list -w json 2>/dev/null || printf 'null'
-  printf '}\n'
-} > "$tmp.json"
-sum=$(sha256sum "$tmp.db" | cut -d' ' -f1)
-printf '%s  %s\n' "$sum" "$name.db" > "$dir/$name.db.sha256"
-mv "$tmp.json" "$dir/$name{{.StatusSuffix}}"
-mv "$tmp.db" "$dir/$name.db"
-ls -1 "$dir" | grep -E '{{.Pattern}}' | sort -r | tail -n +$((keep + 1)) | while read -r old; do
-  rm -f "$dir/$old" "$dir/$old.sha256" "$dir/${old%.db}{{.StatusSuffix}}"
-done
-echo "saved $dir/$name.db"
-`))
+//go:embed snapshot.sh.tmpl
+var scriptTemplate string
+
+var script = template.Must(template.New("script").Parse(scriptTemplate))
 
 var service = `[Unit]
 Description=Save a snapshot of this node's etcd member (homelab)
@@ -98,10 +74,10 @@ AccuracySec={{.Accuracy}}s
 WantedBy=timers.target
 `))
 
-// Files renders the script, service and timer for a control-plane node;
+// Files renders the script, service and timer for control-plane node;
 // none when the inventory schedules no snapshots. The inventory must have
 // passed validation.
-func Files(sn *inventory.Snapshots) ([]file.File, error) {
+func Files(sn *inventory.Snapshots, node string) ([]file.File, error) {
 	if sn == nil {
 		return nil, nil
 	}
@@ -116,6 +92,13 @@ func Files(sn *inventory.Snapshots) ([]file.File, error) {
 	data := map[string]any{
 		"Dir": Dir, "Keep": sn.Keep, "Prefix": Prefix, "Pattern": NamePattern, "StatusSuffix": EtcdStatusSuffix,
 		"Calendar": calendar, "Seconds": int(interval.Seconds()), "Accuracy": accuracy, "Every": every(interval, calendar),
+	}
+	if sn.S3 != nil {
+		s3 := map[string]any{"Path": RemotePath(sn.S3, node), "URL": URL(sn.S3, node), "Config": RcloneConfigPath}
+		if sn.S3.CAFile != "" {
+			s3["CA"] = CAPath
+		}
+		data["S3"] = s3
 	}
 	var s, t bytes.Buffer
 	if err := script.Execute(&s, data); err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestNoScheduleNoFiles(t *testing.T) {
-	if f, err := Files(nil); err != nil || f != nil {
+	if f, err := Files(nil, "cp-1"); err != nil || f != nil {
 		t.Errorf("%v %v", f, err)
 	}
 }
@@ -26,7 +26,7 @@ func TestTimer(t *testing.T) {
 		{"20s", []string{"OnUnitActiveSec=20s", "AccuracySec=2s"}},
 		{"daily", []string{"OnCalendar=daily", "Persistent=true"}},
 	} {
-		files, err := Files(&inventory.Snapshots{Schedule: c.schedule, Keep: 3})
+		files, err := Files(&inventory.Snapshots{Schedule: c.schedule, Keep: 3}, "cp-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestTimer(t *testing.T) {
 // saves each snapshot with its checksum and etcd's status, and keeps the
 // newest N; a failed etcdctl leaves nothing behind.
 func TestScriptKeepsTheNewest(t *testing.T) {
-	files, err := Files(&inventory.Snapshots{Schedule: "1h", Keep: 2})
+	files, err := Files(&inventory.Snapshots{Schedule: "1h", Keep: 2}, "cp-1")
 	if err != nil {
 		t.Fatal(err)
 	}

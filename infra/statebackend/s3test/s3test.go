@@ -8,6 +8,8 @@ import (
 	"context"
 	"net"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +59,30 @@ func Server(t testing.TB, id, secret string, buckets ...string) string {
 		}
 	}
 	return "http://" + addr
+}
+
+// Rclone is Debian's rclone, the uploader of the off-site etcd snapshots,
+// unpacked from the package the lab's nodes install
+// (infra/tools/build-distro-debs.sh), never installed on this machine.
+func Rclone(t testing.TB) string {
+	t.Helper()
+	debs, _ := filepath.Glob(filepath.Join(toolstest.Built(t, "distro-debs"), "rclone_*.deb"))
+	if len(debs) != 1 {
+		toolstest.Missing(t, "no rclone package: run infra/tools/build-distro-debs.sh")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "-x", debs[0], dir).CombinedOutput(); err != nil {
+		t.Fatalf("unpacking %s: %v\n%s", debs[0], err, out)
+	}
+	return filepath.Join(dir, "usr", "bin", "rclone")
+}
+
+// Client is a client of the server at endpoint with the keys.
+func Client(t testing.TB, endpoint, id, secret string) *minio.Client {
+	t.Helper()
+	c, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{Creds: credentials.NewStaticV4(id, secret, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
