@@ -11,6 +11,7 @@ import (
 
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 	"github.com/homelab-dev/homelab/roles/file"
 	"github.com/homelab-dev/homelab/roles/gpu"
 	"github.com/homelab-dev/homelab/roles/keepalived"
@@ -533,7 +534,11 @@ func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles
 	if runtimePkg != nil {
 		ready = append(ready, runtimePkg) // containerd's config.toml over the package's
 	}
-	files := filesOf(r, n.Name)
+	offsite, err := etcdsnapshot.OffsiteFiles(cfg.Inventory.Cluster.Etcd.Snapshots, cfg.SnapshotsS3Keys, cfg.SnapshotsS3CA)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := slices.Concat(filesOf(r, n.Name), offsite)
 	// keepalived's files (and the CA its check verifies the API with) say
 	// nothing of the Kubernetes version: they wait for this node's Host
 	// alone, not for the cluster-wide upgrade and so every node's Host,
@@ -572,7 +577,7 @@ func newControlPlane(ctx *pulumi.Context, cp *ControlPlane, cfg Config, r *roles
 		}
 		cp.Keepalived = svc
 	}
-	if err := declareSnapshotTimer(ctx, cp, conn, n.Name, files, nf); err != nil {
+	if err := declareSnapshotTimer(ctx, cp, cfg, n, conn, files, nf); err != nil {
 		return nil, nil, err
 	}
 	return cp, nf.all, nil

@@ -112,6 +112,15 @@ func NewConfig(inv *inventory.Inventory, bundle *pki.Bundle, privateKey, knownHo
 		}
 		cfg.RuntimeKeyring = key
 	}
+	if s3 := inv.Cluster.Etcd.SnapshotsS3(); s3 != nil {
+		var err error
+		if cfg.SnapshotsS3Keys, err = s3.ReadS3Credentials(); err != nil {
+			return Config{}, err
+		}
+		if cfg.SnapshotsS3CA, err = s3.ReadS3CA(); err != nil {
+			return Config{}, err
+		}
+	}
 	for _, n := range inv.Nodes {
 		fps, err := hostkeys.Known(knownHosts, hostkeys.Hosts(n.Name, n.Address, inv.SSH.Port))
 		if err != nil {

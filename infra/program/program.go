@@ -41,6 +41,10 @@ type Config struct {
 	// RuntimeKeyring is the one the runtime repository's keyring names,
 	// read as PackagesKeyring.
 	RuntimeKeyring []byte
+	// SnapshotsS3Keys and SnapshotsS3CA are the off-site bucket's keys
+	// and CA (cluster.etcd.snapshots.s3), read once.
+	SnapshotsS3Keys inventory.S3Keys
+	SnapshotsS3CA   []byte
 }
 
 // Commands a node needs before kubeadm can run there: the user installs
@@ -215,6 +219,9 @@ func declareHost(ctx *pulumi.Context, parent pulumi.Resource, cfg Config, n inve
 		}
 		if cfg.Inventory.Cluster.Etcd.Snapshots != nil {
 			requires = append(requires, snapshotRequires...)
+		}
+		if cfg.Inventory.Cluster.Etcd.SnapshotsS3() != nil {
+			requires = append(requires, managedRequires...) // rclone's install
 		}
 	}
 	pin, err := cfg.Bundle.CACertHash()
