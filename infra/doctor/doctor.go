@@ -202,6 +202,7 @@ func Run(ctx context.Context, t Target) (*Report, error) {
 		d.checkNode(n)
 		if f := d.nodes[n.Name]; f.reached {
 			d.checkSnapshots(n, f)
+			d.checkOffsite(n, f)
 		}
 	}
 	wg.Add(6)

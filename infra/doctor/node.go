@@ -46,6 +46,7 @@ type nodeFacts struct {
 	cni       cniFacts
 	expiry    []nodefacts.Expiry
 	snapshots *snapshotFacts
+	offsite   *offsiteFacts
 	runtime   runtimeFacts
 }
 
@@ -144,6 +145,9 @@ func (d *doctor) collect(ctx context.Context, c *ssh.Client, f *nodeFacts, at st
 	}
 	if d.t.Inventory.Cluster.Etcd.Snapshots != nil {
 		f.snapshots = readSnapshots(ctx, c)
+	}
+	if s3 := d.t.Inventory.Cluster.Etcd.SnapshotsS3(); s3 != nil {
+		f.offsite = readOffsite(ctx, c, s3, f.node.Name)
 	}
 }
 
