@@ -157,3 +157,20 @@ func TestRenewCertificatesFlag(t *testing.T) {
 		t.Errorf("a worker and a typo: %v", err)
 	}
 }
+
+// The off-site flags that cannot mean anything are refused before any
+// file is read or node reached.
+func TestOffsiteFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"etcd", "snapshot", "-f", homelab, "--to", "nfs"}, "the one destination is s3"},
+		{[]string{"etcd", "snapshot", "-f", homelab, "--to", "s3", "--fetch"}, "--to s3 or --fetch"},
+		{[]string{"etcd", "restore", "-f", homelab, "--latest", "--from", "s3://b/k"}, "--latest or --from"},
+	} {
+		if _, stderr, code := run(t, c.args...); code == 0 || !strings.Contains(stderr, c.says) {
+			t.Errorf("%v: exit %d, %q", c.args, code, stderr)
+		}
+	}
+}

@@ -66,19 +66,27 @@ func etcdTarget(cmd *cobra.Command, f stackFlags) (etcdbackup.Target, error) {
 
 func newEtcdSnapshotCommand() *cobra.Command {
 	var f stackFlags
-	var out, from string
+	var out, from, to string
 	var fetch bool
 	cmd := &cobra.Command{
-		Use:   "snapshot -f FILE -o SNAPSHOT [--from NODE] | --fetch [-o PATH]",
+		Use:   "snapshot -f FILE -o SNAPSHOT [--from NODE] | --fetch [-o PATH] | --to s3 [-o DIR] [--from NODE]",
 		Short: "Save a consistent snapshot of etcd through a healthy member (or --fetch the newest scheduled one off the nodes), checked before it is reported good",
 		Long: "Streams a snapshot from the first control-plane node (or --from) whose etcd member is healthy, through an SSH tunnel to its " +
 			"loopback client port, into a temporary file beside SNAPSHOT; opens it as etcdutl snapshot status does (its embedded SHA-256, " +
 			"bbolt's consistency check, etcd's buckets, the cluster CA its data publishes), then renames it into place with SNAPSHOT.json " +
 			"(revision, members, cluster ID, CAs, SHA-256) and SNAPSHOT.sha256 beside it. With --fetch, copies the newest snapshot the nodes' " +
-			"timers saved (cluster.etcd.snapshots) and checks it the same way. Changes nothing on any node.",
+			"timers saved (cluster.etcd.snapshots) and checks it the same way. Changes nothing on any node. With --to s3, runs a node's " +
+			"scheduled snapshot now (its own script: saved on the node, copied to the off-site bucket, pruned), then downloads the copy " +
+			"back from the bucket and checks it the same way (kept in -o DIR when given).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !fetch && out == "" {
+			if to != "" && to != "s3" {
+				return fmt.Errorf("--to %s: the one destination is s3 (the inventory's cluster.etcd.snapshots.s3)", to)
+			}
+			if to != "" && fetch {
+				return fmt.Errorf("--to s3 or --fetch: a new off-site copy, or the newest on the nodes")
+			}
+			if !fetch && to == "" && out == "" {
 				return fmt.Errorf("-o SNAPSHOT: where to write the snapshot")
 			}
 			t, err := etcdTarget(cmd, f)
@@ -88,6 +96,9 @@ func newEtcdSnapshotCommand() *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Minute)
 			defer cancel()
 			start := time.Now()
+			if to != "" {
+				return snapshotToOffsite(ctx, cmd, t, from, out, start)
+			}
 			var meta *etcdbackup.Metadata
 			path := out
 			if fetch {
@@ -106,6 +117,7 @@ func newEtcdSnapshotCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the snapshot file to write (with --fetch: a file or a directory, default the current one)")
 	cmd.Flags().StringVar(&from, "from", "", "control-plane node to take the snapshot through (default: the first whose member is healthy)")
 	cmd.Flags().BoolVar(&fetch, "fetch", false, "copy the newest scheduled snapshot off the control-plane nodes instead of taking one")
+	cmd.Flags().StringVar(&to, "to", "", "s3: run a node's scheduled snapshot now, copying it to the off-site bucket, and check the copy")
 	return cmd
 }
 
@@ -133,9 +145,9 @@ func orNone(s string) string {
 func newEtcdRestoreCommand() *cobra.Command {
 	var f stackFlags
 	var o etcdbackup.RestoreOptions
-	var skipUp, breakLock bool
+	var skipUp, breakLock, latest bool
 	cmd := &cobra.Command{
-		Use:   "restore -f FILE --from SNAPSHOT | --from-data NODE [--node NODE] [--force]",
+		Use:   "restore -f FILE --from SNAPSHOT|s3://BUCKET/KEY | --latest | --from-data NODE [--node NODE] [--force]",
 		Short: "Bring back a cluster that lost etcd's quorum: restore a snapshot (or a surviving member's db) as a new etcd cluster, re-add the other control-plane nodes, up, verify",
 		Long: "Refused, with the reason and nothing changed, while a quorum of etcd's members is healthy (unless --force), for a snapshot that " +
 			"does not open, changed since it was taken, or is another cluster's (other CAs, another cluster ID than this cluster ever had), " +
@@ -145,15 +157,34 @@ func newEtcdRestoreCommand() *cobra.Command {
 			"/var/lib/etcd/member/snap/db) as a new one-member etcd cluster with a new cluster ID, its revision bumped past the old ones " +
 			"and marked compacted, the PKI kept, and started with the apiserver until the endpoint answers; every other set-up " +
 			"control-plane node re-added as a fresh member one at a time (its old data moved to " + etcdbackup.BeforeRestoreDir + "); " +
-			"blank or replaced machines joined by the up that follows, which then verifies the cluster.",
+			"blank or replaced machines joined by the up that follows, which then verifies the cluster. With --from s3://BUCKET/KEY " +
+			"or --latest (the newest of every node's), the snapshot comes from the off-site bucket (cluster.etcd.snapshots.s3): " +
+			"downloaded to this machine and checked against the .sha256 its node wrote first.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if latest && o.From != "" {
+				return fmt.Errorf("--latest or --from: the newest off-site copy, or the one named")
+			}
 			t, err := etcdTarget(cmd, f)
 			if err != nil {
 				return err
 			}
 			ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer cancel()
+			if latest || isOffsite(o.From) {
+				dir, err := os.MkdirTemp("", "homelab-offsite-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				path, c, meta, err := etcdbackup.FetchOffsite(ctx, t, o.From, dir)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: taken %s on %s, revision %d, %d bytes: downloaded and checked\n",
+					c.URL(t.Inventory.Cluster.Etcd.SnapshotsS3().Bucket), c.TakenAt.Format(time.RFC3339), c.Node, meta.Revision, meta.Size)
+				o.From = path
+			}
 			return withClusterLock(ctx, cmd, t.Inventory, clusterlock.Options{Break: breakLock, Reachable: true}, func() error {
 				rep, err := etcdbackup.Restore(ctx, t, o)
 				if rep != nil && rep.NewClusterID != "" {
@@ -183,7 +214,8 @@ func newEtcdRestoreCommand() *cobra.Command {
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().StringVar(&o.From, "from", "", "the snapshot file to restore (homelab etcd snapshot's, with its .json beside it)")
+	cmd.Flags().StringVar(&o.From, "from", "", "the snapshot file to restore (homelab etcd snapshot's, with its .json beside it), or s3://BUCKET/KEY in the off-site bucket")
+	cmd.Flags().BoolVar(&latest, "latest", false, "restore the newest snapshot in the off-site bucket (cluster.etcd.snapshots.s3)")
 	cmd.Flags().StringVar(&o.FromData, "from-data", "", "restore the raw db of this control-plane node's etcd member instead (no snapshot; --skip-hash-check)")
 	cmd.Flags().StringVar(&o.Node, "node", "", "control-plane node the restored cluster starts on (default: the most up-to-date reachable one)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "restore though a quorum of etcd's members is healthy (their newer data is lost)")

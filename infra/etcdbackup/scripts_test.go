@@ -22,6 +22,7 @@ func TestRestoreScriptsGolden(t *testing.T) {
 	scriptstest.Golden(t, scripts.Render("etcd/drop-aside-manifest", struct{ Path string }{AsideDir + "/etcd.yaml"}), "")
 	inv := &inventory.Inventory{}
 	scriptstest.Golden(t, Target{Inventory: inv}.listeners(), "")
+	scriptstest.Golden(t, snapshotNowScript(), "")
 }
 
 // Moving the control plane aside and back, in dash and bash over real

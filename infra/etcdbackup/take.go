@@ -187,38 +187,60 @@ func Fetch(ctx context.Context, t Target, out string) (*Metadata, string, error)
 	if err := writeAtomic(out, data, 0o600); err != nil {
 		return nil, "", err
 	}
+	sum, _ := n.c.Read(ctx, src+".sha256")
+	state, _ := n.c.Read(ctx, strings.TrimSuffix(src, ".db")+etcdsnapshot.EtcdStatusSuffix)
+	meta, err := keepScheduled(t, want, out, n.Name, newest.at, sum, state)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s:%s: %w", n.Name, src, err)
+	}
+	return meta, out, nil
+}
+
+// CheckScheduled checks a scheduled snapshot copied to out from the
+// off-site bucket (node's, taken at takenAt) as Fetch does one copied off
+// its node: opened and checked, matched against the .sha256 line its node
+// wrote (sum), its metadata written beside it with what the etcdctl
+// status saved with it says (etcdState; either may be nil). A snapshot
+// that fails is removed.
+func CheckScheduled(t Target, out, node string, takenAt time.Time, sum, etcdState []byte) (*Metadata, error) {
+	want, err := t.pins()
+	if err != nil {
+		return nil, err
+	}
+	return keepScheduled(t, want, out, node, takenAt, sum, etcdState)
+}
+
+func keepScheduled(t Target, want pins, out, node string, takenAt time.Time, sum, etcdState []byte) (*Metadata, error) {
 	st, err := Check(out, false)
 	if err != nil {
 		os.Remove(out)
-		return nil, "", fmt.Errorf("%s:%s: %w", n.Name, src, err)
+		return nil, err
 	}
-	if sum, err := n.c.Read(ctx, src+".sha256"); err == nil && !strings.HasPrefix(string(sum), st.SHA256) {
+	if sum != nil && !strings.HasPrefix(string(sum), st.SHA256) {
 		os.Remove(out)
-		return nil, "", fmt.Errorf("%s:%s does not match its %s.sha256: damaged on the node", n.Name, src, newest.name)
+		return nil, fmt.Errorf("does not match the .sha256 its node wrote: damaged since it was taken")
 	}
-	meta := &Metadata{Cluster: t.Inventory.Cluster.Name, Node: n.Name, Revision: st.Revision, TotalKeys: st.TotalKey,
-		TakenAt: newest.at.UTC(), Size: st.Size, SHA256: st.SHA256, StorageVersion: st.Version, EtcdCA: want.etcd, ClusterCA: want.cluster}
-	if raw, err := n.c.Read(ctx, strings.TrimSuffix(src, ".db")+etcdsnapshot.EtcdStatusSuffix); err == nil {
-		var s etcdctlStatus
-		if json.Unmarshal(raw, &s) == nil {
-			if len(s.Status) > 0 {
-				meta.ClusterID, meta.MemberID = hexOf(s.Status[0].Status.Header.ClusterID), hexOf(s.Status[0].Status.Header.MemberID)
-			}
-			if s.Members != nil {
-				for _, m := range s.Members.Members {
-					peer := ""
-					if len(m.PeerURLs) > 0 {
-						peer = m.PeerURLs[0]
-					}
-					meta.Members = append(meta.Members, Member{ID: hexOf(m.ID), Name: m.Name, PeerURL: peer, Learner: m.IsLearner})
+	meta := &Metadata{Cluster: t.Inventory.Cluster.Name, Node: node, Revision: st.Revision, TotalKeys: st.TotalKey,
+		TakenAt: takenAt.UTC(), Size: st.Size, SHA256: st.SHA256, StorageVersion: st.Version, EtcdCA: want.etcd, ClusterCA: want.cluster}
+	var s etcdctlStatus
+	if etcdState != nil && json.Unmarshal(etcdState, &s) == nil {
+		if len(s.Status) > 0 {
+			meta.ClusterID, meta.MemberID = hexOf(s.Status[0].Status.Header.ClusterID), hexOf(s.Status[0].Status.Header.MemberID)
+		}
+		if s.Members != nil {
+			for _, m := range s.Members.Members {
+				peer := ""
+				if len(m.PeerURLs) > 0 {
+					peer = m.PeerURLs[0]
 				}
+				meta.Members = append(meta.Members, Member{ID: hexOf(m.ID), Name: m.Name, PeerURL: peer, Learner: m.IsLearner})
 			}
 		}
 	}
 	if err := writeSidecars(out, meta); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return meta, out, nil
+	return meta, nil
 }
 
 func joinProblems(ps []string) string {
