@@ -19,6 +19,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/lab"
 	"github.com/homelab-dev/homelab/inventory"
 	"github.com/homelab-dev/homelab/roles/containerd"
+	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 )
 
 // runtimeRow is doctor's runtime row for node.
@@ -104,7 +105,9 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if after := e.node(ctx, "w1", files); after != before {
 		t.Errorf("w1 was written to by the refused up: its files were\n%s\nand are\n%s", before, after)
 	}
-	s := e.open(ctx, e.inventory("pinned", func(inv string) string { return pinRuntime(inv, pins[0], pins[1]) }))
+	// From here on, solo also snapshots etcd every 30 s and copies each
+	// snapshot to the lab's bucket (checkOffsiteSnapshots, below).
+	s := e.open(ctx, e.inventory("pinned", func(inv string) string { return e.offsite(pinRuntime(inv, pins[0], pins[1])) }))
 	start := time.Now()
 	e.up(ctx, s)
 	t.Logf("figures: up installing w1's runtime: %s", time.Since(start).Round(100*time.Millisecond))
@@ -152,7 +155,7 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	// the API answers through the endpoint throughout: containers
 	// outlive containerd's restarts.
 	off := e.open(ctx, e.inventory("oom-unrestricted", func(inv string) string {
-		return pinRuntime(strings.Replace(inv, "restrictOOMScoreAdj: true", "restrictOOMScoreAdj: false", 1), pins[0], pins[1])
+		return e.offsite(pinRuntime(strings.Replace(inv, "restrictOOMScoreAdj: true", "restrictOOMScoreAdj: false", 1), pins[0], pins[1]))
 	}))
 	for _, step := range []*Stack{off, s} {
 		e.rollingRestart(ctx, step, []string{"solo", "w1"})
@@ -220,6 +223,7 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	if f, ok := runtimeRow(e.doctor(ctx, s.Inv, s.Bundle), "w1"); !ok || f.Status != doctor.OK {
 		t.Errorf("doctor's runtime row for w1 after up put the file back: %+v (found %v)", f, ok)
 	}
+	e.checkOffsiteSnapshots(ctx, s, "solo")
 
 	// containerd 2, the way to Kubernetes v1.36: Docker's containerd.io
 	// from the lab's stand-in for Docker's repository (containerd 2.2.9
@@ -239,6 +243,12 @@ func TestRuntimeCgroupDriverInTheLab(t *testing.T) {
 	start = time.Now()
 	e.up(ctx, docker)
 	t.Logf("figures: up moving both nodes to containerd.io: %s", time.Since(start).Round(100*time.Millisecond))
+	// Its inventory schedules no snapshots: the timer is gone, and so is
+	// the file holding the bucket's keys; rclone stays installed.
+	if out := e.node(ctx, "solo", "systemctl is-enabled "+etcdsnapshot.Timer+" 2>&1; ls "+etcdsnapshot.RcloneConfigPath+" 2>&1; command -v rclone"); slices.Contains(strings.Split(out, "\n"), "enabled") ||
+		!strings.Contains(out, "No such file") || !strings.Contains(out, "/usr/bin/rclone") {
+		t.Errorf("solo after snapshots were taken out of the inventory: %q", out)
+	}
 	for _, n := range []string{"solo", "w1"} {
 		got := e.node(ctx, n, `containerd --version; dpkg-query -W -f='${db:Status-Abbrev}${Version}\n' containerd.io; head -c 400 `+config+` | grep -c '^version = 3' || true`)
 		if !strings.Contains(got, "v2.2.9") || !strings.Contains(got, "hi 2.2.9-1") || !strings.HasSuffix(strings.TrimSpace(got), "1") {
