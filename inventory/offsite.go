@@ -111,6 +111,9 @@ func (s SnapshotsS3) ReadS3Credentials() (S3Keys, error) {
 		return S3Keys{}, fmt.Errorf("%s: %s: %w", S3CredentialsField, s.Credentials.File, err)
 	case v.AccessKeyID == "" || v.SecretAccessKey == "":
 		return S3Keys{}, fmt.Errorf("%s: %s has no aws_access_key_id and aws_secret_access_key under [%s]; add them, or name the profile that has them in cluster.etcd.snapshots.s3.credentials.profile", S3CredentialsField, s.Credentials.File, s.Credentials.Profile)
+	case !oneLine(v.AccessKeyID) || !oneLine(v.SecretAccessKey) || !oneLine(v.SessionToken):
+		// Each becomes a line of the nodes' rclone configuration.
+		return S3Keys{}, fmt.Errorf("%s: a key under [%s] of %s has a control character, a leading or trailing space, or starts with # or ;: copy the keys again as the server shows them", S3CredentialsField, s.Credentials.Profile, s.Credentials.File)
 	}
 	return S3Keys{AccessKeyID: v.AccessKeyID, SecretAccessKey: v.SecretAccessKey, SessionToken: v.SessionToken}, nil
 }
@@ -138,4 +141,12 @@ func (s SnapshotsS3) ReadS3CA() ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s holds no PEM certificate; give the CA's certificate (-----BEGIN CERTIFICATE-----)", field, s.CAFile)
 	}
 	return data, nil
+}
+
+// oneLine: a value rclone's configuration reads back as written.
+func oneLine(v string) bool {
+	if v != strings.TrimSpace(v) || strings.HasPrefix(v, "#") || strings.HasPrefix(v, ";") {
+		return false
+	}
+	return !strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

@@ -61,6 +61,11 @@ func TestReadS3Credentials(t *testing.T) {
 	if _, err := s3.ReadS3Credentials(); err == nil || !strings.Contains(err.Error(), S3CredentialsField) || !strings.Contains(err.Error(), "[empty]") {
 		t.Errorf("a profile without keys: %v", err)
 	}
+	os.WriteFile(file, []byte("[default]\naws_access_key_id = AKID\naws_secret_access_key = \"\"\"SECRET\nenv_auth = true\"\"\"\n"), 0o600)
+	s3.Credentials.Profile = "default"
+	if k, err := s3.ReadS3Credentials(); err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("a key with a newline: %+v %v", k, err)
+	}
 	s3.Credentials.Profile = "none"
 	if _, err := s3.ReadS3Credentials(); err == nil || !strings.Contains(err.Error(), S3CredentialsField) {
 		t.Errorf("a missing profile: %v", err)
