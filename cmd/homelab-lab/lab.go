@@ -366,7 +366,10 @@ Reach the nodes (lab addresses exist only inside the lab's namespaces):
 		if s.S3Server != nil {
 			fmt.Fprintf(w, `  S3 storage (the homelab's NAS) at %s, bucket %s, keys in %s (profile %s); keep the Pulumi state there:
     AWS_SHARED_CREDENTIALS_FILE=%s AWS_PROFILE=%s homelab-lab exec -- homelab up -f FILE --state '%s'
-`, lab.S3Endpoint(s), lab.S3Bucket, l.S3CredentialsPath(), lab.S3Profile, l.S3CredentialsPath(), lab.S3Profile, lab.S3StateURL(lab.S3Endpoint(s)))
+  and copy the etcd snapshots there (docs/etcd.md, "Off-site copies"), in the inventory:
+    cluster: {etcd: {snapshots: {s3: {endpoint: "%s", bucket: %s, credentials: {file: %s, profile: %s}}}}}
+`, lab.S3Endpoint(s), lab.S3Bucket, l.S3CredentialsPath(), lab.S3Profile, l.S3CredentialsPath(), lab.S3Profile, lab.S3StateURL(lab.S3Endpoint(s)),
+				lab.S3Endpoint(s), lab.S3Bucket, l.S3CredentialsPath(), lab.S3Profile)
 		}
 	}
 	return nil
