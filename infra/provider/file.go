@@ -173,15 +173,27 @@ func (File) Update(ctx context.Context, req infer.UpdateRequest[FileArgs, FileSt
 
 // restartAfterRepair restarts the unit of a file whose declared content
 // did not change but whose copy on the node did (drift put back): no
-// trigger changed, so no Service restarts it.
+// trigger changed, so no Service restarts it. A unit that does not run is
+// left alone: it reads the file when it starts, which its Service sees
+// to; on a replaced machine it may not even be installed yet (its other
+// files come in the same up), and restarting it failed there.
 func restartAfterRepair(ctx context.Context, a FileArgs) error {
 	c, err := dial(ctx, a.Connection)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	p.GetLogger(ctx).Infof("%s: %s was edited on the node and is put back: restarting %s, which reads it only when it starts", a.Connection.Node, a.Path, a.Restarts)
-	return startUnit(ctx, c, a.Connection.Node, a.Restarts, "restart")
+	node := a.Connection.Node
+	out, _, err := query(ctx, c, unitScript("state", a.Restarts))
+	if err != nil {
+		return err
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); lines[len(lines)-1] != "active" {
+		p.GetLogger(ctx).Infof("%s: %s is put back; %s does not run (%s), and reads it when it starts", node, a.Path, a.Restarts, lines[len(lines)-1])
+		return nil
+	}
+	p.GetLogger(ctx).Infof("%s: %s was edited on the node and is put back: restarting %s, which reads it only when it starts", node, a.Path, a.Restarts)
+	return startUnit(ctx, c, node, a.Restarts, "restart")
 }
 
 // keyMaterial are files whose loss on a running control-plane node loses

@@ -401,6 +401,19 @@ func TestFileRepairRestartsItsUnit(t *testing.T) {
 		t.Errorf("drift put back: %d restarts, then %v", unit.restarts, scriptSteps(n))
 	}
 
+	// A unit that does not run (on a replaced machine, not even
+	// installed yet) is not restarted: it reads the file when it starts.
+	unit.active = false
+	n.put(containerd.ConfigPath, "SystemdCgroup = false\n", 0o644)
+	st = refresh(t, ctx, File{}, in, st)
+	if _, err := (File{}).Update(ctx, infer.UpdateRequest[FileArgs, FileState]{Inputs: in, State: st}); err != nil {
+		t.Fatalf("drift put back under a unit that does not run: %v", err)
+	}
+	if unit.restarts != 1 || unit.active {
+		t.Errorf("drift put back under a stopped unit: %d restarts, active %v", unit.restarts, unit.active)
+	}
+	unit.active = true
+
 	changed := in
 	changed.Content = "SystemdCgroup = true\nsandbox_image = \"registry.k8s.io/pause:3.10.1\"\n"
 	st = refresh(t, ctx, File{}, in, st)
