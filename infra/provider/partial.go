@@ -81,16 +81,39 @@ type repairPhase struct {
 	File, Phase string
 }
 
+// repairCerts are the leaf certificates of a control-plane node, each
+// with the certs phase that signs it from the CAs the bundle put there.
+var repairCerts = []repairPhase{
+	{nodefacts.PKIFile("apiserver.crt"), "certs apiserver"},
+	{nodefacts.PKIFile("apiserver-kubelet-client.crt"), "certs apiserver-kubelet-client"},
+	{nodefacts.PKIFile("apiserver-etcd-client.crt"), "certs apiserver-etcd-client"},
+	{nodefacts.PKIFile("front-proxy-client.crt"), "certs front-proxy-client"},
+	{nodefacts.PKIFile("etcd/server.crt"), "certs etcd-server"},
+	{nodefacts.PKIFile("etcd/peer.crt"), "certs etcd-peer"},
+	{nodefacts.PKIFile("etcd/healthcheck-client.crt"), "certs etcd-healthcheck-client"},
+}
+
 // repairScript regenerates, over the node's etcd data, what a set-up
-// control-plane node lacks (bootstrap/repair).
+// control-plane node lacks (bootstrap/repair), in kubeadm init's order:
+// certificates, kubeconfigs, manifests, then the kubelet's configuration
+// and start. A node that lost a file or two gets those back; a blank
+// machine given the cluster's restored data (homelab etcd restore, every
+// control-plane disk lost) gets all of them.
 func repairScript(configPath string) scripts.Script {
-	a := repairArgs{Aside: nodefacts.RestoreAsideDir, Manifests: nodefacts.ManifestsDir, Config: configPath, Phases: []repairPhase{
-		{nodefacts.AdminConf, "kubeconfig admin"},
-		{nodefacts.Manifest(nodefacts.Etcd), "etcd local"},
-	}}
+	a := repairArgs{Aside: nodefacts.RestoreAsideDir, Manifests: nodefacts.ManifestsDir, Config: configPath}
+	a.Phases = append(a.Phases, repairCerts...)
+	a.Phases = append(a.Phases,
+		repairPhase{nodefacts.AdminConf, "kubeconfig admin"},
+		repairPhase{nodefacts.SuperAdminConf, "kubeconfig super-admin"},
+		repairPhase{nodefacts.ControllerManagerConf, "kubeconfig controller-manager"},
+		repairPhase{nodefacts.SchedulerConf, "kubeconfig scheduler"},
+		repairPhase{nodefacts.KubeletConf, "kubeconfig kubelet"},
+		repairPhase{nodefacts.Manifest(nodefacts.Etcd), "etcd local"},
+	)
 	for _, c := range []string{nodefacts.KubeAPIServer, nodefacts.KubeControllerManager, nodefacts.KubeScheduler} {
 		a.Phases = append(a.Phases, repairPhase{nodefacts.Manifest(c), "control-plane " + nodefacts.ComponentPhase[c]})
 	}
+	a.Phases = append(a.Phases, repairPhase{nodefacts.KubeletConfigFile, "kubelet-start"})
 	return scripts.Render("bootstrap/repair", a)
 }
 
