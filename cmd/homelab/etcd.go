@@ -230,6 +230,9 @@ func writeRestoreReport(w io.Writer, r *etcdbackup.RestoreReport) {
 		members = append(members, m.Name+"="+m.PeerURL)
 	}
 	fmt.Fprintf(w, "\nrestored %s at revision %d on %s\n", r.Source, r.Revision, r.Node)
+	if r.Seeded {
+		fmt.Fprintf(w, "  every control-plane node was blank: the data waits on %s, which up sets up over it (no new cluster is made)\n", r.Node)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  etcd cluster\t%s (was %s)\n  members\t%s\n  re-added\t%s\n  joined by up\t%s\n  unreachable\t%s\n  took\t%s\n",
 		r.NewClusterID, orNone(strings.Join(r.OldClusterIDs, ", ")), strings.Join(members, ", "), orNone(strings.Join(r.Readded, ", ")),

@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/homelab-dev/homelab/inventory"
+	"github.com/homelab-dev/homelab/roles/nodefacts"
 )
 
 // The client CA is read from the ConfigMap as the apiserver stores it
@@ -61,5 +64,42 @@ func TestPickTarget(t *testing.T) {
 	}
 	if _, err := pickTarget(states[3:], RestoreOptions{}); err == nil || !strings.Contains(err.Error(), "no reachable control-plane node") {
 		t.Errorf("only blank nodes: %v", err)
+	}
+}
+
+// A restore seeds the bootstrap node only when every reachable
+// control-plane node is blank: any trace of a control plane elsewhere is
+// a node to restore onto (or to refuse), and --from-data needs data.
+func TestSeedTarget(t *testing.T) {
+	inv := &inventory.Inventory{Nodes: []inventory.Node{{Name: "cp-1", Role: "control-plane"}, {Name: "cp-2", Role: "control-plane"}, {Name: "cp-3", Role: "control-plane"}}}
+	tg := Target{Inventory: inv}
+	st := func(name string, files ...string) *nodeState {
+		s := &nodeState{node: &node{Node: inventory.Node{Name: name, Role: "control-plane"}}, files: map[string]bool{}}
+		for _, f := range files {
+			s.files[f] = true
+		}
+		return s
+	}
+	blank := []*nodeState{st("cp-1"), st("cp-2"), st("cp-3")}
+	for _, c := range []struct {
+		name   string
+		states []*nodeState
+		o      RestoreOptions
+		want   string
+	}{
+		{"every node blank", blank, RestoreOptions{From: "s.db"}, "cp-1"},
+		{"the bootstrap node unreachable", blank[1:], RestoreOptions{From: "s.db"}, ""},
+		{"one node with etcd data", []*nodeState{st("cp-1"), st("cp-2", nodefacts.EtcdWALDir), st("cp-3")}, RestoreOptions{From: "s.db"}, ""},
+		{"one node marked", []*nodeState{st("cp-1"), st("cp-2"), st("cp-3", nodefacts.JoinMarker)}, RestoreOptions{From: "s.db"}, ""},
+		{"--node another blank node", blank, RestoreOptions{From: "s.db", Node: "cp-2"}, ""},
+		{"--from-data", blank, RestoreOptions{FromData: "cp-1"}, ""},
+	} {
+		got := ""
+		if s := tg.seedTarget(c.states, c.o); s != nil {
+			got = s.Name
+		}
+		if got != c.want {
+			t.Errorf("%s: seeds %q, want %q", c.name, got, c.want)
+		}
 	}
 }

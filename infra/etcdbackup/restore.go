@@ -71,6 +71,10 @@ type RestoreReport struct {
 	Readded, Rejoin, Unreachable []string
 	Members                      []Member
 	Took                         time.Duration
+	// Seeded: every reachable control-plane node was blank; the data
+	// waits on Node, marked set up, for up to start the control plane
+	// over it (Rejoin then lists every other control-plane node).
+	Seeded bool
 }
 
 // nodeState is what the restore found on a reachable control-plane node.
@@ -90,8 +94,20 @@ func (s *nodeState) member() bool {
 
 func (s *nodeState) peerURL() string { return s.flags["initial-advertise-peer-urls"] }
 
+// blank: the node holds no trace of a control plane, no etcd data
+// among them: a machine whose disk was replaced.
+func (s *nodeState) blank() bool {
+	for _, f := range s.files {
+		if f {
+			return false
+		}
+	}
+	return true
+}
+
 // probe is read-only: which of the files a restore decides by exist.
-var probe = nodeprobes.Presence(nodefacts.Files(nodefacts.Manifest(nodefacts.Etcd), AsideDir+"/etcd.yaml", nodefacts.InitMarker, nodefacts.JoinMarker, adminConf)...)
+var probe = nodeprobes.Presence(append(nodefacts.Files(nodefacts.Manifest(nodefacts.Etcd), AsideDir+"/etcd.yaml", nodefacts.InitMarker, nodefacts.JoinMarker, adminConf),
+	nodefacts.Trace{Path: nodefacts.EtcdWALDir, Kind: nodefacts.Dir})...)
 
 func (t Target) probe(ctx context.Context, n *node) (*nodeState, error) {
 	r, err := n.c.Query(ctx, probe.String())
@@ -214,6 +230,9 @@ func Restore(ctx context.Context, t Target, o RestoreOptions) (*RestoreReport, e
 			return nil, fmt.Errorf("%s is a snapshot of etcd cluster %s, and this cluster has been %s: a snapshot of another cluster",
 				o.From, meta.ClusterID, strings.Join(known, ", "))
 		}
+	}
+	if seed := t.seedTarget(states, o); seed != nil {
+		return t.seed(ctx, seed, snap, o, rep, start)
 	}
 	target, err := pickTarget(states, o)
 	if err != nil {
@@ -773,4 +792,86 @@ func Rejoin(ctx context.Context, t Target, name string) error {
 		return err
 	}
 	return t.readd(ctx, cli, s)
+}
+
+// seedTarget is the node a restore seeds when every reachable
+// control-plane node is blank (their disks replaced: the nodes' own
+// copies went with them) and the bootstrap node is among them: nil
+// otherwise, and always for --from-data (a blank node has no data). Only
+// the bootstrap node: up's KubeadmInit looks for the cluster there first,
+// and repairs a marked node over its data rather than initialise anew.
+func (t Target) seedTarget(states []*nodeState, o RestoreOptions) *nodeState {
+	if o.FromData != "" || len(states) == 0 {
+		return nil
+	}
+	boot := t.Inventory.Bootstrap()
+	var seed *nodeState
+	for _, s := range states {
+		if !s.blank() {
+			return nil
+		}
+		if s.Name == boot.Name {
+			seed = s
+		}
+	}
+	if o.Node != "" && seed != nil && o.Node != seed.Name {
+		return nil // pickTarget refuses it: a blank node cannot run the data
+	}
+	return seed
+}
+
+// seed puts the snapshot's data, restored as a one-member cluster of the
+// bootstrap node (its name and peer URL as kubeadm gives them), in its
+// etcd data directory and marks it set up. Nothing starts here: the up
+// that follows writes the node's files, finds the bootstrap node marked
+// with etcd data and no control plane, and repairs it over that data with
+// kubeadm's init phases (certificates from the bundle's CAs, kubeconfigs,
+// manifests, the kubelet), never a new init; then it joins the other
+// control-plane nodes, whose stale Node objects it deletes as for any
+// replaced machine.
+func (t Target) seed(ctx context.Context, s *nodeState, snap *Status, o RestoreOptions, rep *RestoreReport, start time.Time) (*RestoreReport, error) {
+	work, err := os.MkdirTemp("", "homelab-seed-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	b := Bootstrap{Name: s.Name, PeerURL: "https://" + net.JoinHostPort(s.Address, "2380"), Token: fmt.Sprintf("homelab-restore-%d", time.Now().Unix())}
+	newID, err := b.ClusterID()
+	if err != nil {
+		return nil, err
+	}
+	rep.Node, rep.Revision, rep.NewClusterID, rep.Seeded = s.Name, snap.Revision, fmt.Sprintf("%x", newID), true
+	dataDir, err := RestoreDataDir(o.From, false, b, filepath.Join(work, "restored"))
+	if err != nil {
+		return nil, err
+	}
+	tarball, err := Tarball(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	t.logf("every reachable control-plane node is blank: seeding %s with %s (revision %d) as a new etcd cluster %s, for up to repair over it", s.Name, rep.Source, rep.Revision, rep.NewClusterID)
+	if err := s.c.Upload(ctx, upload, tarball, 0o600); err != nil {
+		return rep, err
+	}
+	if _, err := mustRun(ctx, s, "putting the restored data in place", scripts.Render("etcd/seed", seedArgs{
+		restoreDataArgs: restoreDataArgs{moveAsideArgs: moveAsideOf(nodefacts.EtcdDataDir), Upload: upload}, Marker: nodefacts.InitMarker})); err != nil {
+		return rep, err
+	}
+	t.logf("%s: restored data in %s, marked set up (%s)", s.Name, nodefacts.EtcdDataDir, nodefacts.InitMarker)
+	for _, n := range t.Inventory.ControlPlanes() {
+		if n.Name != s.Name {
+			rep.Rejoin = append(rep.Rejoin, n.Name)
+		}
+	}
+	if err := t.record(rep.NewClusterID, "restore"); err != nil {
+		t.logf("warning: the cluster history %s: %v", t.History, err)
+	}
+	rep.Took = time.Since(start)
+	return rep, nil
+}
+
+// seedArgs are etcd/seed's.
+type seedArgs struct {
+	restoreDataArgs
+	Marker string
 }

@@ -23,6 +23,7 @@ func TestRestoreScriptsGolden(t *testing.T) {
 	inv := &inventory.Inventory{}
 	scriptstest.Golden(t, Target{Inventory: inv}.listeners(), "")
 	scriptstest.Golden(t, snapshotNowScript(), "")
+	scriptstest.Golden(t, scripts.Render("etcd/seed", seedArgs{restoreDataArgs: restoreDataArgs{moveAsideArgs: moveAsideOf("/var/lib/etcd"), Upload: upload}, Marker: "/etc/kubernetes/.homelab-init-complete"}), "")
 }
 
 // Moving the control plane aside and back, in dash and bash over real

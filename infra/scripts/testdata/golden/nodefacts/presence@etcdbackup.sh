@@ -9,6 +9,7 @@ if test -f '/etc/kubernetes/manifests.homelab-restore/etcd.yaml'; then echo pres
 if test -f '/etc/kubernetes/.homelab-init-complete'; then echo present='/etc/kubernetes/.homelab-init-complete'; fi
 if test -f '/etc/kubernetes/.homelab-join-complete'; then echo present='/etc/kubernetes/.homelab-join-complete'; fi
 if test -f '/etc/kubernetes/admin.conf'; then echo present='/etc/kubernetes/admin.conf'; fi
+if test -d '/var/lib/etcd/member/wal'; then echo present='/var/lib/etcd/member/wal'; fi
 if ls /etc/kubernetes/manifests/*.yaml >/dev/null 2>&1; then echo present='/etc/kubernetes/manifests/*.yaml'; fi
 if test -f '/etc/kubernetes/kubelet.conf'; then echo present='/etc/kubernetes/kubelet.conf'; fi
 if test -d '/var/lib/etcd/member'; then echo present='/var/lib/etcd/member'; fi
