@@ -19,26 +19,24 @@ func isOffsite(from string) bool { return strings.HasPrefix(from, "s3://") }
 // snapshot run now, its copy downloaded back from the bucket and checked,
 // kept in dir when given.
 func snapshotToOffsite(ctx context.Context, cmd *cobra.Command, t etcdbackup.Target, from, dir string, start time.Time) error {
-	url, node, err := etcdbackup.SnapshotOffsite(ctx, t, from)
-	if err != nil {
-		return err
-	}
 	keep := dir != ""
 	if !keep {
+		var err error
 		if dir, err = os.MkdirTemp("", "homelab-offsite-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
 	}
-	path, _, meta, err := etcdbackup.FetchOffsite(ctx, t, url, dir)
+	o, err := etcdbackup.SnapshotOffsite(ctx, t, from, dir)
 	if err != nil {
-		return fmt.Errorf("%s copied %s, which does not check out: %w", node, url, err)
+		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s copied by %s: good (downloaded back and checked)\n", url, node)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s copied by %s: good (downloaded back and checked)\n", o.URL, o.Node)
 	if keep {
-		writeSnapshotReport(cmd.OutOrStdout(), path, meta, time.Since(start))
+		writeSnapshotReport(cmd.OutOrStdout(), o.Path, o.Meta, time.Since(start))
 	} else {
-		fmt.Fprintf(cmd.OutOrStdout(), "  revision  %d\n  keys      %d\n  size      %d bytes\n  sha256    %s\ntook %s\n", meta.Revision, meta.TotalKeys, meta.Size, meta.SHA256, time.Since(start).Round(time.Millisecond))
+		m := o.Meta
+		fmt.Fprintf(cmd.OutOrStdout(), "  revision  %d\n  keys      %d\n  size      %d bytes\n  sha256    %s\ntook %s\n", m.Revision, m.TotalKeys, m.Size, m.SHA256, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }

@@ -19,13 +19,40 @@ func snapshotNowScript() scripts.Script {
 // copiedRE is the line the snapshot script ends an off-site copy with.
 var copiedRE = regexp.MustCompile(`(?m)^copied to (s3://\S+)$`)
 
+// OffsiteSnapshot is a copy `etcd snapshot --to s3` made: where it is in
+// the bucket, the node that made it, and where it was downloaded back to
+// and checked.
+type OffsiteSnapshot struct {
+	URL, Node, Path string
+	Meta            *Metadata
+}
+
 // SnapshotOffsite runs the scheduled snapshot now on the first reachable
+// control-plane node (or from) whose run succeeds, then downloads the copy
+// it made back into dir and checks it (FetchOffsite). Its cluster ID, the
+// live cluster's, joins the history as Take's does.
+func SnapshotOffsite(ctx context.Context, t Target, from, dir string) (*OffsiteSnapshot, error) {
+	url, node, err := runScheduled(ctx, t, from)
+	if err != nil {
+		return nil, err
+	}
+	path, _, meta, err := FetchOffsite(ctx, t, url, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s copied %s, which does not check out: %w", node, url, err)
+	}
+	if err := t.record(meta.ClusterID, "snapshot"); err != nil {
+		t.logf("warning: the cluster history %s: %v", t.History, err)
+	}
+	return &OffsiteSnapshot{URL: url, Node: node, Path: path, Meta: meta}, nil
+}
+
+// runScheduled runs the scheduled snapshot on the first reachable
 // control-plane node (or from) whose run succeeds: the node's own script,
 // so the copy is made, named and pruned as every scheduled one is. It
-// returns the copy's s3:// URL and the node; the caller downloads and
-// checks it. A node whose run fails (its member unhealthy, the bucket
-// refusing it) is reported and the next tried; each node is tried once.
-func SnapshotOffsite(ctx context.Context, t Target, from string) (url, node string, err error) {
+// returns the copy's s3:// URL and the node. A node whose run fails (its
+// member unhealthy, the bucket refusing it) is reported and the next
+// tried; each node is tried once.
+func runScheduled(ctx context.Context, t Target, from string) (url, node string, err error) {
 	if t.Inventory.Cluster.Etcd.SnapshotsS3() == nil {
 		return "", "", fmt.Errorf("--to s3: the inventory has no off-site bucket (cluster.etcd.snapshots.s3)")
 	}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -15,6 +16,7 @@ import (
 	"github.com/homelab-dev/homelab/infra/doctor"
 	"github.com/homelab-dev/homelab/infra/etcdbackup"
 	"github.com/homelab-dev/homelab/infra/lab"
+	"github.com/homelab-dev/homelab/infra/lab/labtest"
 	"github.com/homelab-dev/homelab/infra/statebackend"
 	"github.com/homelab-dev/homelab/roles/etcdsnapshot"
 )
@@ -138,26 +140,116 @@ func (e *e2e) checkOffsiteSnapshots(ctx context.Context, s *Stack, node string) 
 func (e *e2e) checkSnapshotToOffsite(ctx context.Context, s *Stack) {
 	t := e.t
 	t.Helper()
-	key, err := readFile(e.lab.KeyPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := etcdbackup.Target{Inventory: s.Inv, Bundle: s.Bundle, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: e.lab.Dial,
-		History: filepath.Join(t.TempDir(), etcdbackup.HistoryFile)}
+	target := e.etcdTarget(s)
 	start := time.Now()
-	url, node, err := etcdbackup.SnapshotOffsite(ctx, target, "")
-	if err != nil || node != "solo" || !strings.HasPrefix(url, "s3://"+lab.S3Bucket+"/"+offsitePrefix+"solo/snapshot-") {
-		t.Fatalf("snapshot --to s3: %q from %q, %v", url, node, err)
+	o, err := etcdbackup.SnapshotOffsite(ctx, target, "", t.TempDir())
+	if err != nil {
+		t.Fatalf("snapshot --to s3: %v", err)
 	}
-	path, c, meta, err := etcdbackup.FetchOffsite(ctx, target, url, t.TempDir())
-	if err != nil || meta.Revision == 0 || meta.TotalKeys == 0 || meta.ClusterID == "" || c.Node != "solo" {
-		t.Fatalf("the copy %s downloaded back: %+v %v", url, meta, err)
+	meta := o.Meta
+	if o.Node != "solo" || !strings.HasPrefix(o.URL, "s3://"+lab.S3Bucket+"/"+offsitePrefix+"solo/snapshot-") || meta.Revision == 0 || meta.TotalKeys == 0 || meta.ClusterID == "" {
+		t.Fatalf("snapshot --to s3: %+v, %+v", *o, *meta)
 	}
 	t.Logf("figures: snapshot --to s3 and the copy downloaded back and checked: %s (%d bytes, %d keys)", time.Since(start).Round(time.Millisecond), meta.Size, meta.TotalKeys)
-	if sum := strings.Fields(e.node(ctx, "solo", "sha256sum "+etcdsnapshot.Dir+"/"+c.Name)); len(sum) == 0 || sum[0] != meta.SHA256 {
-		t.Errorf("%s is not solo's own %s: %s against %v", path, c.Name, meta.SHA256, sum)
+	name := path.Base(o.URL)
+	if sum := strings.Fields(e.node(ctx, "solo", "sha256sum "+etcdsnapshot.Dir+"/"+name)); len(sum) == 0 || sum[0] != meta.SHA256 {
+		t.Errorf("%s is not solo's own %s: %s against %v", o.Path, name, meta.SHA256, sum)
 	}
-	if _, latest, _, err := etcdbackup.FetchOffsite(ctx, target, "", t.TempDir()); err != nil || latest.Key != c.Key {
-		t.Errorf("the newest off-site copy is %s (%v), want the one just made, %s", latest.Key, err, c.Key)
+	if _, latest, _, err := etcdbackup.FetchOffsite(ctx, target, "", t.TempDir()); err != nil || latest.URL(lab.S3Bucket) != o.URL {
+		t.Errorf("the newest off-site copy is %s (%v), want the one just made, %s", latest.Key, err, o.URL)
 	}
+}
+
+// offsiteNodes: three control-plane nodes and a worker, all real.
+const offsiteNodes = `nodes:
+  - {name: cp-1, role: control-plane, address: 10.77.0.120, interface: eth0}
+  - {name: cp-2, role: control-plane, address: 10.77.0.121, interface: eth0}
+  - {name: cp-3, role: control-plane, address: 10.77.0.122, interface: eth0}
+  - {name: w1, role: worker, address: 10.77.0.130, interface: eth0}
+`
+
+// TestRestoreFromOffsiteInTheLab is issue 35's disaster: every
+// control-plane disk lost, and the nodes' own snapshots with them; the
+// off-site bucket is what is left. Real nodes copy their snapshots to the
+// lab's S3 server; 30 ConfigMaps are written, a copy made with snapshot
+// --to s3, 5 more written; all three control-plane machines get new
+// disks. One restore from the newest copy seeds the bootstrap node, and
+// one up sets the control plane up over that data and joins the others:
+// the 30 are back without the 5, three healthy members, every Node
+// Ready, the worker never rebuilt, and the next up a no-op.
+func TestRestoreFromOffsiteInTheLab(t *testing.T) {
+	labtest.Long(t, "three control-plane machines replaced and the cluster back from the bucket hold the lab about 12 minutes")
+	needE2E(t)
+	e := newE2EWith(t, func(s string) string { return withNodes(s, offsiteNodes, "cp-1") }, "*")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	inv := e.inventory("offsite", e.offsite)
+	s := e.open(ctx, inv)
+	e.up(ctx, s)
+	e.verify(ctx, s)
+	e.node(ctx, "cp-1", labKubectl+"create namespace offsite >/dev/null && for i in $(seq 1 30); do "+labKubectl+"-n offsite create configmap before-$i --from-literal=i=$i >/dev/null; done")
+	// The scheduled copies stop: the one made now is the newest.
+	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+		e.node(ctx, n, "systemctl stop "+etcdsnapshot.Timer)
+	}
+	tg := e.etcdTarget(s)
+	o, err := etcdbackup.SnapshotOffsite(ctx, tg, "", t.TempDir())
+	if err != nil {
+		t.Fatalf("snapshot --to s3: %v", err)
+	}
+	e.node(ctx, "cp-1", "for i in $(seq 1 5); do "+labKubectl+"-n offsite create configmap after-$i --from-literal=i=$i >/dev/null; done")
+	w1 := strings.TrimSpace(e.node(ctx, "w1", "systemctl show -p ActiveEnterTimestampMonotonic --value kubelet"))
+
+	lost := time.Now()
+	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+		if err := e.lab.PowerOff(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+		if err := e.lab.Replace(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.lab.AcceptHostKey(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = e.open(ctx, inv)
+	tg = e.etcdTarget(s)
+	path, c, _, err := etcdbackup.FetchOffsite(ctx, tg, "", t.TempDir())
+	if err != nil || c.URL(lab.S3Bucket) != o.URL {
+		t.Fatalf("restore --latest fetched %s (%v), want the copy snapshot --to s3 made, %s", c.Key, err, o.URL)
+	}
+	rep, err := etcdbackup.Restore(ctx, tg, etcdbackup.RestoreOptions{From: path})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if !rep.Seeded || rep.Node != "cp-1" || strings.Join(rep.Rejoin, ",") != "cp-2,cp-3" || rep.Revision != o.Meta.Revision {
+		t.Errorf("restore report: %+v", *rep)
+	}
+	e.up(ctx, s)
+	e.verify(ctx, s)
+	t.Logf("figures: every control-plane disk lost to verify passing, from the off-site copy: %s (restore %s)", time.Since(lost).Round(time.Second), rep.Took.Round(time.Millisecond))
+	got := e.node(ctx, "cp-1", labKubectl+"-n offsite get configmaps -o name | grep -c before- ; "+labKubectl+"-n offsite get configmaps -o name | grep -c after- || true")
+	if f := strings.Fields(got); len(f) != 2 || f[0] != "30" || f[1] != "0" {
+		t.Errorf("ConfigMaps after the restore (before-, after-): %q, want the copy's 30 and none of the 5 after it", got)
+	}
+	if members := e.node(ctx, "cp-1", "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/apiserver-etcd-client.crt --key=/etc/kubernetes/pki/apiserver-etcd-client.key member list 2>/dev/null | wc -l"); strings.TrimSpace(members) != "3" {
+		t.Errorf("etcd members after the restore and up: %q, want 3", members)
+	}
+	if now := strings.TrimSpace(e.node(ctx, "w1", "systemctl show -p ActiveEnterTimestampMonotonic --value kubelet")); now != w1 {
+		t.Errorf("w1's kubelet restarted (%s, was %s): the worker was rebuilt, not kept", now, w1)
+	}
+	e.checkNoOp(ctx, s, "after the restore")
+}
+
+// etcdTarget is how homelab etcd reaches s's cluster in this lab.
+func (e *e2e) etcdTarget(s *Stack) etcdbackup.Target {
+	e.t.Helper()
+	key, err := readFile(e.lab.KeyPath())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return etcdbackup.Target{Inventory: s.Inv, Bundle: s.Bundle, PrivateKey: key, KnownHosts: e.lab.KnownHostsPath(), Dial: e.lab.Dial,
+		History: filepath.Join(e.stateDir, s.Inv.Cluster.Name, etcdbackup.HistoryFile)}
 }
