@@ -171,6 +171,7 @@ func newEtcdRestoreCommand() *cobra.Command {
 			}
 			ctx, cancel := interruptible(cmd.Context(), cmd.ErrOrStderr())
 			defer cancel()
+			source := "" // the bucket's URL, which the report names rather than the temporary file
 			if latest || isOffsite(o.From) {
 				dir, err := os.MkdirTemp("", "homelab-offsite-")
 				if err != nil {
@@ -183,10 +184,13 @@ func newEtcdRestoreCommand() *cobra.Command {
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: taken %s on %s, revision %d, %d bytes: downloaded and checked\n",
 					c.URL(t.Inventory.Cluster.Etcd.SnapshotsS3().Bucket), c.TakenAt.Format(time.RFC3339), c.Node, meta.Revision, meta.Size)
-				o.From = path
+				o.From, source = path, c.URL(t.Inventory.Cluster.Etcd.SnapshotsS3().Bucket)
 			}
 			return withClusterLock(ctx, cmd, t.Inventory, clusterlock.Options{Break: breakLock, Reachable: true}, func() error {
 				rep, err := etcdbackup.Restore(ctx, t, o)
+				if rep != nil && source != "" {
+					rep.Source = source
+				}
 				if rep != nil && rep.NewClusterID != "" {
 					writeRestoreReport(cmd.OutOrStdout(), rep)
 				}
